@@ -1,0 +1,418 @@
+"""Pydantic models for every spec the workbench reads, with safe YAML in and out.
+
+A `RunConfig` names a population, a game, a policy, a model and a backend. Every model forbids
+unknown keys and validates its own ranges, so a bad file fails with one message that names the
+field, what is allowed and what came (`load_run_config`, `load_population_spec`).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from workbench.errors import ConfigError
+
+SHARE_TOLERANCE = 1e-6
+
+
+class StrictModel(BaseModel):
+    """Base for specs: unknown keys are errors, values are validated on assignment too."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+def parse_number(value: Any) -> Any:
+    """Accept a fraction written as text ("2/3") wherever a number is expected."""
+    if isinstance(value, str) and "/" in value:
+        try:
+            return float(Fraction(value.replace(" ", "")))
+        except (ValueError, ZeroDivisionError) as exc:
+            raise ValueError(f"expected a number or a fraction like 2/3, got {value!r}") from exc
+    return value
+
+
+# --------------------------------------------------------------------------- game
+
+
+class PromptSpec(StrictModel):
+    """Which prompt variant the agents see (the paper's prompts 1-4 and its extra notes)."""
+
+    style: Literal["direct", "step_by_step"] = Field(
+        "direct", description="direct: answer with a number only; step_by_step: think first"
+    )
+    rational_note: bool = Field(False, description="tell agents that all players are rational")
+    strategy_note: bool = Field(
+        False, description="tell agents that players guess each other's strategies"
+    )
+    famous_game_note: bool = Field(
+        False, description='note that this is a variant of the famous "2/3 of the average" game'
+    )
+    persona: bool = Field(True, description="include the agent's persona background")
+    population_note: bool = Field(
+        False, description="tell agents how the population is composed (its dimensions' shares)"
+    )
+
+    @classmethod
+    def paper(cls, number: int) -> PromptSpec:
+        """The paper's prompt 1-4: direct, step by step, + rational players, + others' strategies."""
+        if number not in (1, 2, 3, 4):
+            raise ConfigError(f"paper prompt must be 1, 2, 3 or 4, got {number}")
+        return cls(
+            style="direct" if number == 1 else "step_by_step",
+            rational_note=number >= 3,
+            strategy_note=number >= 4,
+        )
+
+
+class GameSpec(StrictModel):
+    """The "guess p of the average" game: target = offset + ratio * mean(valid guesses)."""
+
+    ratio: Annotated[float, Field(description="p in (0, 1]; fractions like 2/3 are accepted")] = (
+        2 / 3
+    )
+    offset: float = Field(0.0, description="added to ratio * mean; 5 with ratio 1/2 -> equilibrium 10")
+    low: float = Field(0.0, description="smallest allowed guess")
+    high: float = Field(100.0, description="largest allowed guess")
+    rounds: int = Field(1, ge=1, le=1000, description="rounds to play")
+    prompt: PromptSpec = Field(default_factory=PromptSpec)
+
+    @field_validator("ratio", "offset", "low", "high", mode="before")
+    @classmethod
+    def _fractions(cls, value: Any) -> Any:
+        return parse_number(value)
+
+    @field_validator("ratio")
+    @classmethod
+    def _ratio_in_range(cls, value: float) -> float:
+        if not (0 < value <= 1) or math.isnan(value):
+            raise ValueError(f"must be in (0, 1], got {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _range_ordered(self) -> GameSpec:
+        if not self.low < self.high:
+            raise ValueError(f"low must be < high, got low={self.low}, high={self.high}")
+        return self
+
+
+# --------------------------------------------------------------------------- population
+
+
+class DimensionSpec(StrictModel):
+    """One demographic dimension: categories and their shares, optionally given another dimension.
+
+    Unconditional: ``shares: {male: 0.5, female: 0.5}``.
+    Conditional (``given: education``): ``shares: {bachelor: {engineer: 0.6, teacher: 0.4}, ...}``
+    with one share table per category of the parent dimension.
+    """
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    given: str | None = Field(None, description="name of an earlier dimension this one depends on")
+    shares: dict[str, float] | dict[str, dict[str, float]]
+
+    @model_validator(mode="after")
+    def _check_shares(self) -> DimensionSpec:
+        if not self.shares:
+            raise ValueError(f"dimension {self.name!r}: shares must list at least one category")
+        tables: dict[str, dict[str, float]]
+        nested = all(isinstance(v, dict) for v in self.shares.values())
+        if self.given is None:
+            if nested:
+                raise ValueError(
+                    f"dimension {self.name!r}: nested shares need 'given: <parent dimension>'"
+                )
+            tables = {"": self.shares}  # type: ignore[dict-item]
+        else:
+            if not nested:
+                raise ValueError(
+                    f"dimension {self.name!r} is given {self.given!r}: shares must map each "
+                    f"{self.given} category to a table of shares"
+                )
+            tables = self.shares  # type: ignore[assignment]
+        for parent, table in tables.items():
+            where = f"dimension {self.name!r}" + (f" given {self.given}={parent!r}" if parent else "")
+            if not table:
+                raise ValueError(f"{where}: shares must list at least one category")
+            for category, share in table.items():
+                if not category.strip():
+                    raise ValueError(f"{where}: category names must not be empty")
+                if not (0 <= share <= 1) or math.isnan(share):
+                    raise ValueError(f"{where}: share of {category!r} must be in [0, 1], got {share}")
+            total = sum(table.values())
+            if abs(total - 1) > SHARE_TOLERANCE:
+                raise ValueError(
+                    f"{where}: shares must sum to 1, got {total:.6g}; fix the shares "
+                    f"(e.g. {len(table)} equal shares of {1 / len(table):.6g})"
+                )
+        return self
+
+    def categories(self) -> list[str]:
+        """All categories this dimension can take, in first-seen order."""
+        if self.given is None:
+            return list(self.shares)
+        seen: dict[str, None] = {}
+        for table in self.shares.values():
+            seen.update(dict.fromkeys(table))  # type: ignore[union-attr]
+        return list(seen)
+
+
+class PopulationSpec(StrictModel):
+    """A population described by demographic dimensions, sampled into one persona per agent."""
+
+    name: str = Field("population", min_length=1)
+    description: str = ""
+    dimensions: list[DimensionSpec] = Field(min_length=1)
+    sampling: Literal["quota", "iid"] = Field(
+        "quota", description="quota: exact counts (largest remainder); iid: independent draws"
+    )
+    persona_template: str | None = Field(
+        None,
+        description="persona text with {dimension} placeholders; a generic sentence when absent",
+    )
+
+    @model_validator(mode="after")
+    def _check_dimensions(self) -> PopulationSpec:
+        seen: dict[str, DimensionSpec] = {}
+        for dim in self.dimensions:
+            if dim.name in seen:
+                raise ValueError(f"dimension {dim.name!r} is listed twice")
+            if dim.name in ("agent_id", "persona", "model"):
+                raise ValueError(f"dimension name {dim.name!r} is reserved; choose another name")
+            if dim.given is not None:
+                if dim.given not in seen:
+                    raise ValueError(
+                        f"dimension {dim.name!r} is given {dim.given!r}, which is not an earlier "
+                        f"dimension; known: {sorted(seen)}"
+                    )
+                missing = set(seen[dim.given].categories()) - set(dim.shares)
+                extra = set(dim.shares) - set(seen[dim.given].categories())
+                if missing or extra:
+                    raise ValueError(
+                        f"dimension {dim.name!r} must give one share table per {dim.given} "
+                        f"category: missing {sorted(missing)}, unknown {sorted(extra)}"
+                    )
+            seen[dim.name] = dim
+        if self.persona_template is not None:
+            import string
+
+            fields = {f for _, f, _, _ in string.Formatter().parse(self.persona_template) if f}
+            unknown = fields - set(seen)
+            if unknown:
+                raise ValueError(
+                    f"persona_template uses unknown dimensions {sorted(unknown)}; "
+                    f"known: {sorted(seen)}"
+                )
+        return self
+
+    def dimension(self, name: str) -> DimensionSpec:
+        """The dimension called `name`; ConfigError naming the known ones otherwise."""
+        for dim in self.dimensions:
+            if dim.name == name:
+                return dim
+        raise ConfigError(
+            f"unknown dimension {name!r}; known: {[d.name for d in self.dimensions]}"
+        )
+
+
+# --------------------------------------------------------------------------- policies
+
+
+class LLMPolicySpec(StrictModel):
+    """Agents ask a language model (the `model` section) for their guess."""
+
+    kind: Literal["llm"] = "llm"
+
+
+class RandomPolicySpec(StrictModel):
+    """The paper's dummy agent: wait `latency_s` (really awaited), then guess uniformly."""
+
+    kind: Literal["random"] = "random"
+    latency_s: float = Field(0.0, ge=0, le=3600, description="seconds each model call waits")
+    integer: bool = Field(True, description="guess whole numbers")
+
+
+class LevelKPolicySpec(StrictModel):
+    """Cognitive-hierarchy baseline: level 0 guesses uniformly, level k responds to lower levels.
+
+    ``depth_shares`` gives the share of agents at each depth; ``by_attribute`` overrides it for
+    agents whose persona column ``attribute`` has a given value.
+    """
+
+    kind: Literal["level_k"] = "level_k"
+    depth_shares: dict[int, float] = Field(
+        default_factory=lambda: {0: 0.2, 1: 0.4, 2: 0.3, 3: 0.1},
+        description="share of agents at each reasoning depth (0 = uniform random)",
+    )
+    model: Literal["level_k", "cognitive_hierarchy"] = Field(
+        "level_k",
+        description="level_k: best reply to depth k-1; cognitive_hierarchy: to depths 0..k-1",
+    )
+    attribute: str | None = Field(None, description="persona column that selects the depth shares")
+    by_attribute: dict[str, dict[int, float]] = Field(default_factory=dict)
+    noise_sd: float = Field(0.0, ge=0, description="sd of normal noise added to each guess")
+
+    @model_validator(mode="after")
+    def _check(self) -> LevelKPolicySpec:
+        tables = {"depth_shares": self.depth_shares} | {
+            f"by_attribute.{k}": v for k, v in self.by_attribute.items()
+        }
+        for where, table in tables.items():
+            if not table or any(d < 0 or d > 20 for d in table):
+                raise ValueError(f"{where}: depths must be integers in 0..20, got {sorted(table)}")
+            if any(s < 0 for s in table.values()) or abs(sum(table.values()) - 1) > SHARE_TOLERANCE:
+                raise ValueError(f"{where}: shares must be >= 0 and sum to 1, got {table}")
+        if self.by_attribute and self.attribute is None:
+            raise ValueError("by_attribute needs 'attribute: <persona column>'")
+        return self
+
+
+PolicySpec = Annotated[
+    LLMPolicySpec | RandomPolicySpec | LevelKPolicySpec, Field(discriminator="kind")
+]
+
+
+# --------------------------------------------------------------------------- model & backend
+
+
+class ModelSpec(StrictModel):
+    """The language model behind LLM agents. `embedded`: llama.cpp with the shipped SmolLM2."""
+
+    kind: Literal["embedded"] = "embedded"
+    path: str | None = Field(None, description="a GGUF file; the shipped SmolLM2-135M when absent")
+    temperature: float = Field(0.7, ge=0, le=2)
+    top_p: float = Field(0.95, gt=0, le=1)
+    max_tokens: int = Field(8, ge=1, le=4096, description="most tokens generated per answer")
+    n_ctx: int = Field(2048, ge=256, le=131072)
+    n_threads: int | None = Field(None, ge=1, description="CPU threads; the machine's cores when absent")
+    constrained: bool = Field(True, description="force a number in range with a grammar")
+
+
+class BackendSpec(StrictModel):
+    """Where shards run. `local`: every shard on one asyncio loop in this process."""
+
+    kind: Literal["local"] = "local"
+    agents_per_shard: int = Field(
+        100_000, ge=1, description="agents held (as columns) by one shard"
+    )
+
+
+class OutputSpec(StrictModel):
+    """Where bundles go."""
+
+    dir: str = Field("results", description="directory that holds result bundles")
+
+
+class RunConfig(StrictModel):
+    """Everything one run needs; saved resolved into every bundle as config.yaml."""
+
+    name: str = Field("run", min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    seed: int = Field(0, ge=0, lt=2**63)
+    n_agents: int = Field(100, ge=1, le=100_000_000)
+    population: PopulationSpec | str = Field(
+        description="a population spec inline, or a path to one (relative to the config file)"
+    )
+    game: GameSpec = Field(default_factory=GameSpec)
+    policy: PolicySpec = Field(default_factory=LLMPolicySpec)
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    backend: BackendSpec = Field(default_factory=BackendSpec)
+    output: OutputSpec = Field(default_factory=OutputSpec)
+
+
+# --------------------------------------------------------------------------- YAML in and out
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def format_validation_error(source: str, error: ValidationError) -> str:
+    """One line per problem: `source: field.path: message (got value)`."""
+    lines = []
+    for item in error.errors():
+        loc = ".".join(str(p) for p in item["loc"] if not str(p).startswith("function-"))
+        msg = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            msg = "unknown key; remove it or check its spelling"
+        elif item["type"] == "missing":
+            msg = "required field is missing"
+        elif "input" in item and not isinstance(item["input"], dict | list):
+            msg = f"{msg}, got {item['input']!r}" if "got" not in msg else msg
+        where = f"{source}: {loc}: " if loc else f"{source}: "
+        lines.append(where + msg)
+    return "; ".join(dict.fromkeys(lines))
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Safe-load a YAML file; ConfigError for a missing or unparsable file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: file not found; check the path")
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a UTF-8 text file") from None
+
+
+def validate(model: type[M], data: Any, source: str) -> M:
+    """Build `model` from plain data; ConfigError naming each bad field otherwise."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping of keys, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(source, exc)) from None
+
+
+def load_population_spec(path: str | Path) -> PopulationSpec:
+    """Read a population spec YAML file."""
+    return validate(PopulationSpec, read_yaml(path), str(path))
+
+
+def load_run_config(path: str | Path) -> RunConfig:
+    """Read a run config; a population given as a path is loaded relative to the config file."""
+    path = Path(path)
+    config = validate(RunConfig, read_yaml(path), str(path))
+    return resolve_population(config, base=path.parent)
+
+
+def resolve_population(config: RunConfig, base: Path | None = None) -> RunConfig:
+    """Replace a population path by the spec it names (relative paths against `base`, then cwd)."""
+    if isinstance(config.population, PopulationSpec):
+        return config
+    candidate = Path(config.population)
+    if not candidate.is_absolute() and base is not None and (base / candidate).is_file():
+        candidate = base / candidate
+    if not candidate.is_file():
+        raise ConfigError(
+            f"population: file {config.population!r} not found (looked relative to "
+            f"{base or '.'} and the current directory)"
+        )
+    return config.model_copy(update={"population": load_population_spec(candidate)})
+
+
+def to_yaml(model: BaseModel) -> str:
+    """A spec as YAML text that loads back into an equal spec."""
+    return yaml.safe_dump(model.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+
+def save_yaml(model: BaseModel, path: str | Path) -> Path:
+    """Write a spec as YAML (atomically: a temp file, then rename)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(to_yaml(model), encoding="utf-8")
+    tmp.replace(path)
+    return path
