@@ -1,0 +1,196 @@
+"""Batch policies: how a whole shard of agents picks its guesses for one round.
+
+`await policy.act(shard, ctx)` returns one decisions table for the shard. Every policy draws its
+randomness from counter-based streams keyed by (run seed, agent id, round), so results do not
+depend on sharding or on the backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from workbench.agents import streams
+from workbench.agents.shard import AgentShard, RoundContext, decisions_table
+from workbench.config import GameSpec, LevelKPolicySpec, RandomPolicySpec
+from workbench.game import (
+    Status,
+    answer_prefer,
+    first_question,
+    next_question,
+    parse_answers,
+    rules_text,
+)
+from workbench.llm.base import ChatModel, ChatRequest, OutputConstraint, SamplingParams
+
+# stream numbers: one per independent use of randomness
+_GUESS, _DEPTH, _NOISE = 1, 2, 3
+
+
+class Policy(Protocol):
+    """Anything that turns a shard and a round context into a decisions table."""
+
+    async def act(self, shard: AgentShard, ctx: RoundContext) -> pa.Table:
+        """Decide every agent of `shard` for round `ctx.round`."""
+        ...
+
+
+def uniform_guesses(u: np.ndarray, game: GameSpec, integer: bool) -> np.ndarray:
+    """Map uniforms in [0, 1) to guesses in [low, high] (whole numbers when `integer`)."""
+    if integer:
+        low, high = np.ceil(game.low), np.floor(game.high)
+        return np.minimum(low + np.floor(u * (high - low + 1)), high)
+    return game.low + u * (game.high - game.low)
+
+
+class RandomPolicy:
+    """The paper's dummy agent: wait the model latency (really awaited), then guess uniformly."""
+
+    def __init__(self, spec: RandomPolicySpec | None = None) -> None:
+        self.spec = spec or RandomPolicySpec()
+
+    async def act(self, shard: AgentShard, ctx: RoundContext) -> pa.Table:
+        """All agents of the shard wait together, as concurrent model calls would."""
+        if self.spec.latency_s > 0:
+            await asyncio.sleep(self.spec.latency_s)
+        ids = shard.agent_ids
+        u = streams.uniform(ctx.seed, ids, ctx.round, _GUESS)
+        guesses = uniform_guesses(u, ctx.game, self.spec.integer)
+        return decisions_table(ids, ctx.round, guesses, Status.OK, latency_s=self.spec.latency_s)
+
+
+class LevelKPolicy:
+    """Cognitive-hierarchy baseline: depth-0 agents guess uniformly; depth k best-responds.
+
+    Round 1: depth 1 expects the range midpoint (the mean of uniform depth-0 play). Later rounds:
+    depth 1 expects others to repeat the previous target, so play drifts to the equilibrium.
+    `level_k` best-responds to depth k-1; `cognitive_hierarchy` to depths 0..k-1 weighted by
+    the population's depth shares. Depths are drawn once per agent (round 0 stream).
+    """
+
+    def __init__(self, spec: LevelKPolicySpec | None = None) -> None:
+        self.spec = spec or LevelKPolicySpec()
+
+    def depths(self, shard: AgentShard, seed: int) -> np.ndarray:
+        """Each agent's reasoning depth, from its attribute's share table when one applies."""
+        u = streams.uniform(seed, shard.agent_ids, 0, _DEPTH)
+        depth = _draw(u, self.spec.depth_shares)
+        if self.spec.attribute is not None and self.spec.by_attribute:
+            if self.spec.attribute not in shard.personas:
+                raise ValueError(
+                    f"policy.attribute: persona column {self.spec.attribute!r} does not exist; "
+                    f"columns: {sorted(shard.personas.columns)}"
+                )
+            values = shard.personas[self.spec.attribute].astype(str).to_numpy()
+            for category, table in self.spec.by_attribute.items():
+                mask = values == category
+                depth[mask] = _draw(u[mask], table)
+        return depth
+
+    def depth_guesses(self, game: GameSpec, anchor: float, max_depth: int) -> np.ndarray:
+        """The guess of each depth 0..max_depth (depth 0's entry is its expected guess)."""
+        values = [anchor]
+        shares = self.spec.depth_shares
+        for k in range(1, max_depth + 1):
+            if self.spec.model == "level_k":
+                expected = values[k - 1]
+            else:
+                weights = np.array([shares.get(j, 0.0) for j in range(k)])
+                weights = weights if weights.sum() > 0 else np.ones(k)
+                expected = float(np.dot(weights, values[:k]) / weights.sum())
+            values.append(float(np.clip(game.offset + game.ratio * expected, game.low, game.high)))
+        return np.array(values)
+
+    async def act(self, shard: AgentShard, ctx: RoundContext) -> pa.Table:
+        """Guesses for the shard: depth-0 uniform, deeper agents their depth's reply plus noise."""
+        game, ids = ctx.game, shard.agent_ids
+        depth = self.depths(shard, ctx.seed)
+        previous = ctx.previous_target
+        anchor = (game.low + game.high) / 2 if previous is None or np.isnan(previous) else previous
+        table = self.depth_guesses(game, anchor, int(depth.max(initial=0)))
+        guesses = table[depth]
+        random_play = depth == 0
+        u = streams.uniform(ctx.seed, ids, ctx.round, _GUESS)
+        guesses[random_play] = uniform_guesses(u[random_play], game, integer=False)
+        if self.spec.noise_sd > 0:
+            noise = streams.normal(ctx.seed, ids, ctx.round, _NOISE) * self.spec.noise_sd
+            guesses = np.where(random_play, guesses, guesses + noise)
+        guesses = np.clip(guesses, game.low, game.high)
+        raw = [f"depth={d}" for d in depth.tolist()] if len(ids) <= 100_000 else None
+        return decisions_table(ids, ctx.round, guesses, Status.OK, raw=raw)
+
+
+def _draw(u: np.ndarray, shares: dict[int, float]) -> np.ndarray:
+    """Inverse-CDF draw of depths from a {depth: share} table."""
+    depths = np.array(sorted(shares), dtype=np.int64)
+    cdf = np.cumsum([shares[d] for d in depths])
+    cdf[-1] = 1.0
+    return depths[np.minimum(np.searchsorted(cdf, u, side="right"), len(depths) - 1)]
+
+
+class LLMPolicy:
+    """Agents ask a chat model: prompts built as a batch, one batched call, answers parsed."""
+
+    def __init__(
+        self, model: ChatModel, params: SamplingParams | None = None, *, constrained: bool = True
+    ) -> None:
+        self.model = model
+        self.params = params or SamplingParams()
+        self.constrained = constrained
+
+    def requests(self, shard: AgentShard, ctx: RoundContext) -> list[ChatRequest]:
+        """Each agent's chat: shared rules first, then its persona and its own rounds so far."""
+        game = ctx.game
+        system = {"role": "system", "content": rules_text(game, ctx.n_players, ctx.population_note)}
+        personas = (
+            shard.personas["persona"].astype(str).tolist()
+            if "persona" in shard.personas
+            else [None] * len(shard)
+        )
+        seeds = streams.request_seeds(ctx.seed, shard.agent_ids, ctx.round).tolist()
+        constraint = None
+        if self.constrained:
+            constraint = OutputConstraint(integer_range=(int(np.ceil(game.low)), int(game.high)))
+        # later rounds: the agent's own answers are its assistant turns; the questions are shared
+        questions = [
+            next_question(game, r, ctx.previous_targets[r - 2], None)
+            for r in range(2, ctx.round + 1)
+        ]
+        said = [
+            np.where(pd.isna(a), "(no answer)", a).astype(str) if a is not None else None
+            for a in shard.answers[: ctx.round - 1]
+        ]
+        out = []
+        for i, persona in enumerate(personas):
+            messages = [system, {"role": "user", "content": first_question(game, persona)}]
+            for answers, question in zip(said, questions, strict=True):
+                text = answers[i] if answers is not None else "(no answer)"
+                messages.append({"role": "assistant", "content": text})
+                messages.append({"role": "user", "content": question})
+            out.append(ChatRequest(tuple(messages), seed=seeds[i], constraint=constraint))
+        return out
+
+    async def act(self, shard: AgentShard, ctx: RoundContext) -> pa.Table:
+        """One batched model call for the shard, then every answer parsed with a status."""
+        results = await self.model.generate(self.requests(shard, ctx), self.params)
+        texts = [r.text for r in results]
+        errors = [r.error_kind for r in results]
+        guesses, statuses = parse_answers(
+            texts, errors, ctx.game.low, ctx.game.high, prefer=answer_prefer(ctx.game)
+        )
+        raw = [r.text if r.error is None else r.error for r in results]
+        return decisions_table(
+            shard.agent_ids,
+            ctx.round,
+            guesses,
+            statuses,
+            raw=raw,
+            latency_s=np.array([r.latency_s for r in results]),
+            prompt_tokens=np.array([r.prompt_tokens for r in results]),
+            completion_tokens=np.array([r.completion_tokens for r in results]),
+        )
+

@@ -1,0 +1,115 @@
+"""AgentShard: many agents held as columns, with their multi-round memory as compact arrays.
+
+A shard is the unit a backend runs (one per asyncio task locally, one per Ray actor when
+distributed). Policies act on a whole shard at once; nothing here loops over agents in Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from workbench.config import GameSpec
+
+
+@dataclass(frozen=True)
+class RoundContext:
+    """The one small message a round sends to each shard (never one per agent)."""
+
+    round: int
+    seed: int
+    game: GameSpec
+    n_players: int
+    previous_targets: tuple[float, ...] = ()
+    population_note: str | None = None
+
+    @property
+    def previous_target(self) -> float | None:
+        """Last round's target (the winning number), None in round 1."""
+        return self.previous_targets[-1] if self.previous_targets else None
+
+
+@dataclass
+class AgentShard:
+    """Agents `agent_ids` with their persona columns, guesses per round and raw answers."""
+
+    index: int
+    personas: pd.DataFrame
+    rounds: int
+    guesses: np.ndarray = field(init=False)
+    answers: list[np.ndarray] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.personas = self.personas.reset_index(drop=True)
+        self.guesses = np.full((len(self.personas), self.rounds), np.nan)
+        self.answers = []
+
+    @property
+    def agent_ids(self) -> np.ndarray:
+        """The shard's agent ids (int64)."""
+        return self.personas["agent_id"].to_numpy(dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.personas)
+
+    def remember(self, round_number: int, decisions: pa.Table) -> None:
+        """Store a round's guesses and raw answers as this shard's agents' memory."""
+        self.guesses[:, round_number - 1] = decisions.column("guess").to_numpy(zero_copy_only=False)
+        raw = decisions.column("raw")
+        self.answers = self.answers[: round_number - 1]
+        self.answers.append(raw.to_numpy(zero_copy_only=False) if raw.null_count < len(raw) else None)
+
+    def forget_after(self, completed_rounds: int) -> None:
+        """Drop memory of rounds after `completed_rounds` (a replayed or resumed round)."""
+        self.guesses[:, completed_rounds:] = np.nan
+        self.answers = self.answers[:completed_rounds]
+
+
+def split_into_shards(personas: pd.DataFrame, agents_per_shard: int, rounds: int) -> list[AgentShard]:
+    """Cut a personas table into shards of at most `agents_per_shard` consecutive agents."""
+    if agents_per_shard < 1:
+        raise ValueError(f"agents_per_shard must be >= 1, got {agents_per_shard}")
+    starts = range(0, len(personas), agents_per_shard)
+    return [
+        AgentShard(i, personas.iloc[start : start + agents_per_shard], rounds)
+        for i, start in enumerate(starts)
+    ]
+
+
+def decisions_table(
+    agent_ids: np.ndarray,
+    round_number: int,
+    guesses: np.ndarray,
+    statuses: np.ndarray | str,
+    raw: list[str | None] | None = None,
+    latency_s: np.ndarray | float = 0.0,
+    prompt_tokens: np.ndarray | int = 0,
+    completion_tokens: np.ndarray | int = 0,
+) -> pa.Table:
+    """One shard's decisions for a round in the bundle's responses layout (scalars broadcast)."""
+    n = len(agent_ids)
+
+    def full(value: np.ndarray | float | int, dtype: type) -> np.ndarray:
+        return np.broadcast_to(np.asarray(value, dtype=dtype), (n,))
+
+    status_col = (
+        pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([statuses]))
+        .cast(pa.string())
+        if isinstance(statuses, str)
+        else pa.array(statuses, type=pa.string())
+    )
+    return pa.table(
+        {
+            "agent_id": pa.array(np.asarray(agent_ids, dtype=np.int64)),
+            "round": pa.array(full(round_number, np.int32)),
+            "guess": pa.array(np.asarray(guesses, dtype=np.float64)),
+            "status": status_col,
+            "raw": pa.nulls(n, pa.string()) if raw is None else pa.array(raw, type=pa.string()),
+            "latency_s": pa.array(full(latency_s, np.float64)),
+            "prompt_tokens": pa.array(full(prompt_tokens, np.int32)),
+            "completion_tokens": pa.array(full(completion_tokens, np.int32)),
+        }
+    )

@@ -1,0 +1,27 @@
+"""Batch-first chat models: the interface, the embedded llama.cpp default, and a factory."""
+
+from workbench.config import ModelSpec
+from workbench.llm.base import ChatModel, ChatRequest, ChatResult, OutputConstraint, SamplingParams
+
+
+def make_model(spec: ModelSpec) -> ChatModel:
+    """The chat model a `ModelSpec` describes (the embedded llama.cpp model for `embedded`)."""
+    from workbench.llm.llamacpp import LlamaCppModel
+
+    return LlamaCppModel(spec.path, n_ctx=spec.n_ctx, n_threads=spec.n_threads)
+
+
+def sampling_params(spec: ModelSpec) -> SamplingParams:
+    """The sampling settings a `ModelSpec` asks for."""
+    return SamplingParams(temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens)
+
+
+__all__ = [
+    "ChatModel",
+    "ChatRequest",
+    "ChatResult",
+    "OutputConstraint",
+    "SamplingParams",
+    "make_model",
+    "sampling_params",
+]

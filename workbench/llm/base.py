@@ -1,0 +1,91 @@
+"""The batch-first chat model interface every model client and engine implements.
+
+`await model.generate(requests, params)` takes a list of `ChatRequest`s (messages, per-request
+seed, optional output constraint), applies one `SamplingParams` to all of them and returns one
+`ChatResult` per request in input order. Failures are results with `error` set, never exceptions,
+so one bad request never loses the batch's other answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Message = dict[str, str]
+ErrorKind = Literal["model_error", "timeout"]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Sampling settings shared by every request of one batch."""
+
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_tokens: int = 8
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.temperature <= 2:
+            raise ValueError(f"temperature must be in [0, 2], got {self.temperature}.")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}.")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}.")
+
+
+@dataclass(frozen=True)
+class OutputConstraint:
+    """What shape an answer must take; at most one of the fields may be set."""
+
+    integer_range: tuple[int, int] | None = None
+    regex: str | None = None
+    json_schema: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        given = [
+            n for n in ("integer_range", "regex", "json_schema") if getattr(self, n) is not None
+        ]
+        if len(given) > 1:
+            raise ValueError(f"OutputConstraint takes one constraint, got {', '.join(given)}.")
+        if self.integer_range is not None:
+            low, high = self.integer_range
+            if low > high:
+                raise ValueError(f"integer_range must have low <= high, got {self.integer_range}.")
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat to complete: messages, a seed for reproducible sampling, an optional constraint."""
+
+    messages: tuple[Message, ...]
+    seed: int = 0
+    constraint: OutputConstraint | None = None
+
+
+@dataclass
+class ChatResult:
+    """One completion: text, token counts, latency, and an error kind + message on failure."""
+
+    text: str | None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A batch-first chat model: one call for many requests, results in input order."""
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What exactly answered (name, engine, version, file hash): recorded in bundles."""
+        ...
+
+    async def generate(
+        self, requests: Sequence[ChatRequest], params: SamplingParams
+    ) -> list[ChatResult]:
+        """Complete every request with the same sampling params; never raises per request."""
+        ...

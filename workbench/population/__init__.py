@@ -1,0 +1,21 @@
+"""Populations: sample a `PopulationSpec` into persona rows and describe its composition."""
+
+from workbench.population.personas import generic_persona, persona_texts, population_note
+from workbench.population.sample import (
+    counts_table,
+    dimension_share_matrix,
+    marginal_shares,
+    quota_counts,
+    sample_population,
+)
+
+__all__ = [
+    "counts_table",
+    "dimension_share_matrix",
+    "generic_persona",
+    "marginal_shares",
+    "persona_texts",
+    "population_note",
+    "quota_counts",
+    "sample_population",
+]

@@ -1,0 +1,226 @@
+"""Check a result bundle against itself: status, file hashes and row counts, round statistics.
+
+`verify_bundle` never raises for a damaged or tampered bundle: it lists what is wrong, so a
+reader can tell an honest, complete run from one that was killed, edited or only half copied.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from workbench.config import RunConfig, read_yaml, validate
+from workbench.errors import BundleError, ConfigError
+from workbench.results.bundle import (
+    CONFIG_FILE,
+    RESPONSES_DIR,
+    Bundle,
+    _data_files,
+    _parquet_rows,
+    _sha256,
+)
+
+STAT_FIELDS: tuple[str, ...] = (
+    "n",
+    "n_valid",
+    "mean",
+    "median",
+    "std",
+    "target",
+    "winning_guess",
+    "n_winners",
+    "share_within_half",
+)
+"""rounds.parquet columns that verify recomputes from the responses."""
+
+REL_TOL = 1e-9
+ABS_TOL = 1e-9
+
+
+@dataclass
+class VerifyReport:
+    """What `verify_bundle` found: ok when there are no problems."""
+
+    path: Path
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+    checked_files: int = 0
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"OK {self.path}: {self.checked_files} files and all round statistics verified"
+        lines = [f"FAILED {self.path}: {len(self.problems)} problem(s)"]
+        lines += [f"  - {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Numbers equal within REL_TOL/ABS_TOL, with nan (or null) equal to nan."""
+    try:
+        x, y = float(a), float(b)
+    except (TypeError, ValueError):
+        return False
+    if math.isnan(x) or math.isnan(y):
+        return math.isnan(x) and math.isnan(y)
+    return math.isclose(x, y, rel_tol=REL_TOL, abs_tol=ABS_TOL)
+
+
+def _number(value: Any) -> Any:
+    """A table cell as a float-able value: null becomes nan."""
+    return float("nan") if value is None or value is pd.NA else value
+
+
+def _check_status(bundle: Bundle, problems: list[str]) -> None:
+    if bundle.is_complete:
+        return
+    detail = {
+        "running": "finish() never ran: the run was killed or is still going",
+    }.get(bundle.status, bundle.manifest.get("error") or "no error recorded")
+    problems.append(f"incomplete: status is {bundle.status} ({detail})")
+
+
+def _check_files(bundle: Bundle, problems: list[str]) -> int:
+    """Hashes, sizes and row counts of listed files; data files the manifest does not list."""
+    files = bundle.manifest.get("files")
+    if not isinstance(files, dict):
+        problems.append("manifest: 'files' is not a mapping of paths")
+        return 0
+    checked = 0
+    for rel, entry in files.items():
+        parts = PurePosixPath(rel).parts
+        if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
+            problems.append(f"{rel}: listed path points outside the bundle")
+            continue
+        path = bundle.path / rel
+        if not path.is_file():
+            problems.append(f"{rel}: listed in the manifest but missing")
+            continue
+        checked += 1
+        entry = entry if isinstance(entry, dict) else {}
+        size = path.stat().st_size
+        if _sha256(path) != entry.get("sha256"):
+            problems.append(
+                f"{rel}: sha256 differs from the manifest (changed after the run; "
+                f"{size} bytes, manifest says {entry.get('bytes')})"
+            )
+        elif size != entry.get("bytes"):
+            problems.append(f"{rel}: {size} bytes, manifest says {entry.get('bytes')}")
+        try:
+            rows = _parquet_rows(path)
+        except (pa.ArrowException, OSError) as exc:
+            problems.append(f"{rel}: not a readable Parquet file ({exc})")
+            continue
+        if rows != entry.get("rows"):
+            problems.append(f"{rel}: {rows} rows, manifest says {entry.get('rows')}")
+    if bundle.manifest.get("finished_at") is not None:
+        for path in _data_files(bundle.path):
+            rel = path.relative_to(bundle.path).as_posix()
+            if rel not in files:
+                where = "data file" if rel.startswith(f"{RESPONSES_DIR}/") else "file"
+                problems.append(f"{rel}: {where} not listed in the manifest")
+    return checked
+
+
+def _check_config(bundle: Bundle, problems: list[str]) -> RunConfig | None:
+    """The manifest's config is valid and config.yaml holds the same config."""
+    try:
+        config = bundle.config
+    except BundleError as exc:
+        problems.append(f"manifest config is invalid: {exc}")
+        return None
+    try:
+        saved = validate(RunConfig, read_yaml(bundle.path / CONFIG_FILE), CONFIG_FILE)
+    except ConfigError as exc:
+        problems.append(f"{CONFIG_FILE}: {exc}")
+    else:
+        if saved != config:
+            problems.append(f"{CONFIG_FILE}: differs from the config in the manifest")
+    return config
+
+
+def _check_rounds(bundle: Bundle, config: RunConfig | None, problems: list[str]) -> None:
+    """rounds.parquet against the manifest and against statistics recomputed from responses."""
+    try:
+        rounds = bundle.rounds()
+    except BundleError as exc:
+        problems.append(str(exc))
+        return
+    if len(rounds) != bundle.rounds_count:
+        problems.append(
+            f"manifest lists {bundle.rounds_count} round(s), rounds.parquet has {len(rounds)}"
+        )
+    if "round" not in rounds.columns:
+        problems.append("rounds.parquet: no 'round' column")
+        return
+    listed = {int(r) for r in rounds["round"].dropna()}
+    for round_dir in sorted((bundle.path / RESPONSES_DIR).glob("round-*")):
+        number = round_dir.name.removeprefix("round-")
+        if number.isdigit() and int(number) not in listed and bundle.is_complete:
+            problems.append(f"responses for round {number} but no row in rounds.parquet")
+    if config is None:
+        return
+    try:
+        from workbench.game.rules import round_stats
+    except ImportError as exc:
+        problems.append(f"cannot recompute round statistics: {exc}")
+        return
+    for row in rounds.to_dict("records"):
+        if pd.isna(row["round"]):
+            problems.append("rounds.parquet: a row has no round number")
+            continue
+        number = int(row["round"])
+        try:
+            responses = bundle.responses(number)
+        except BundleError as exc:
+            problems.append(f"round {number}: {exc}")
+            continue
+        missing = {"agent_id", "round", "guess", "status"} - set(responses.columns)
+        if missing:
+            problems.append(f"round {number}: responses lack column(s) {sorted(missing)}")
+            continue
+        where = f"rounds.parquet round {number}"
+        if responses["agent_id"].duplicated().any():
+            problems.append(f"round {number}: some agent_id answered more than once")
+        if len(responses) and not (responses["round"] == number).all():
+            problems.append(f"round {number}: response rows carry another round number")
+        if len(responses) != config.n_agents:
+            problems.append(
+                f"round {number}: {len(responses)} responses, config n_agents is {config.n_agents}"
+            )
+        guesses = pd.to_numeric(responses["guess"], errors="coerce").to_numpy(
+            dtype=np.float64, na_value=np.nan
+        )
+        valid = (responses["status"] == "ok").fillna(False).to_numpy(dtype=bool)
+        expected = round_stats(guesses, valid, config.game).as_dict()
+        for name in STAT_FIELDS:
+            if name not in row:
+                problems.append(f"{where}: no {name!r} column")
+            elif not _same(_number(row[name]), expected[name]):
+                problems.append(
+                    f"{where}: {name} is {row[name]!r}, "
+                    f"recomputed from responses {expected[name]!r}"
+                )
+
+
+def verify_bundle(path: str | Path) -> VerifyReport:
+    """Recompute a bundle's hashes, row counts and round statistics and report every mismatch.
+
+    Raises BundleError only when `path` is not a bundle at all.
+    """
+    bundle = Bundle.open(path)
+    problems: list[str] = []
+    checked = 0
+    try:
+        _check_status(bundle, problems)
+        checked = _check_files(bundle, problems)
+        config = _check_config(bundle, problems)
+        _check_rounds(bundle, config, problems)
+    except (BundleError, pa.ArrowException, OSError, KeyError, TypeError, ValueError) as exc:
+        problems.append(f"could not finish checking: {type(exc).__name__}: {exc}")
+    return VerifyReport(path=bundle.path, ok=not problems, problems=problems, checked_files=checked)
