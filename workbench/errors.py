@@ -1,8 +1,8 @@
 """The workbench's exception tree.
 
     WorkbenchError            base of every error the workbench raises on purpose
-    ├── ConfigError           a spec or config file is wrong; the message names the field and the fix
-    ├── BundleError           a result bundle is missing, unreadable, incomplete or fails verification
+    ├── ConfigError           a spec or config is wrong; the message names the field and the fix
+    ├── BundleError           a bundle is missing, unreadable, incomplete or fails verification
     └── ModelError            a language model could not be loaded or reached
 
 The CLI prints these as one line and exits non-zero; anything else is a bug and keeps its traceback.

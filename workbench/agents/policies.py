@@ -11,7 +11,6 @@ import asyncio
 from typing import Protocol
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from workbench.agents import streams
@@ -20,10 +19,9 @@ from workbench.config import GameSpec, LevelKPolicySpec, RandomPolicySpec
 from workbench.game import (
     Status,
     answer_prefer,
-    first_question,
-    next_question,
     parse_answers,
     rules_text,
+    user_message,
 )
 from workbench.llm.base import ChatModel, ChatRequest, OutputConstraint, SamplingParams
 
@@ -143,7 +141,7 @@ class LLMPolicy:
         self.constrained = constrained
 
     def requests(self, shard: AgentShard, ctx: RoundContext) -> list[ChatRequest]:
-        """Each agent's chat: shared rules first, then its persona and its own rounds so far."""
+        """Each agent's chat: the shared rules and round question, then its persona and memory."""
         game = ctx.game
         system = {"role": "system", "content": rules_text(game, ctx.n_players, ctx.population_note)}
         personas = (
@@ -151,28 +149,20 @@ class LLMPolicy:
             if "persona" in shard.personas
             else [None] * len(shard)
         )
+        own = shard.guesses[:, : ctx.round - 1].tolist()
         seeds = streams.request_seeds(ctx.seed, shard.agent_ids, ctx.round).tolist()
         constraint = None
         if self.constrained:
             constraint = OutputConstraint(integer_range=(int(np.ceil(game.low)), int(game.high)))
-        # later rounds: the agent's own answers are its assistant turns; the questions are shared
-        questions = [
-            next_question(game, r, ctx.previous_targets[r - 2], None)
-            for r in range(2, ctx.round + 1)
+        targets = ctx.previous_targets
+        return [
+            ChatRequest(
+                (system, {"role": "user", "content": user_message(game, ctx.round, targets, p, g)}),
+                seed=seed,
+                constraint=constraint,
+            )
+            for p, g, seed in zip(personas, own, seeds, strict=True)
         ]
-        said = [
-            np.where(pd.isna(a), "(no answer)", a).astype(str) if a is not None else None
-            for a in shard.answers[: ctx.round - 1]
-        ]
-        out = []
-        for i, persona in enumerate(personas):
-            messages = [system, {"role": "user", "content": first_question(game, persona)}]
-            for answers, question in zip(said, questions, strict=True):
-                text = answers[i] if answers is not None else "(no answer)"
-                messages.append({"role": "assistant", "content": text})
-                messages.append({"role": "user", "content": question})
-            out.append(ChatRequest(tuple(messages), seed=seeds[i], constraint=constraint))
-        return out
 
     async def act(self, shard: AgentShard, ctx: RoundContext) -> pa.Table:
         """One batched model call for the shard, then every answer parsed with a status."""
@@ -193,4 +183,3 @@ class LLMPolicy:
             prompt_tokens=np.array([r.prompt_tokens for r in results]),
             completion_tokens=np.array([r.completion_tokens for r in results]),
         )
-

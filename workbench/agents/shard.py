@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from workbench.config import GameSpec
 
@@ -34,18 +35,16 @@ class RoundContext:
 
 @dataclass
 class AgentShard:
-    """Agents `agent_ids` with their persona columns, guesses per round and raw answers."""
+    """Agents (rows of `personas`, with `agent_id`) and their guesses per round as memory."""
 
     index: int
     personas: pd.DataFrame
     rounds: int
     guesses: np.ndarray = field(init=False)
-    answers: list[np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
         self.personas = self.personas.reset_index(drop=True)
         self.guesses = np.full((len(self.personas), self.rounds), np.nan)
-        self.answers = []
 
     @property
     def agent_ids(self) -> np.ndarray:
@@ -56,19 +55,19 @@ class AgentShard:
         return len(self.personas)
 
     def remember(self, round_number: int, decisions: pa.Table) -> None:
-        """Store a round's guesses and raw answers as this shard's agents' memory."""
-        self.guesses[:, round_number - 1] = decisions.column("guess").to_numpy(zero_copy_only=False)
-        raw = decisions.column("raw")
-        self.answers = self.answers[: round_number - 1]
-        self.answers.append(raw.to_numpy(zero_copy_only=False) if raw.null_count < len(raw) else None)
+        """Store a round's guesses (nan where invalid) as this shard's agents' memory."""
+        guesses = decisions.column("guess").to_numpy(zero_copy_only=False)
+        valid = pc.equal(decisions.column("status"), "ok").to_numpy(zero_copy_only=False)
+        self.guesses[:, round_number - 1] = np.where(valid, guesses, np.nan)
 
     def forget_after(self, completed_rounds: int) -> None:
         """Drop memory of rounds after `completed_rounds` (a replayed or resumed round)."""
         self.guesses[:, completed_rounds:] = np.nan
-        self.answers = self.answers[:completed_rounds]
 
 
-def split_into_shards(personas: pd.DataFrame, agents_per_shard: int, rounds: int) -> list[AgentShard]:
+def split_into_shards(
+    personas: pd.DataFrame, agents_per_shard: int, rounds: int
+) -> list[AgentShard]:
     """Cut a personas table into shards of at most `agents_per_shard` consecutive agents."""
     if agents_per_shard < 1:
         raise ValueError(f"agents_per_shard must be >= 1, got {agents_per_shard}")
@@ -96,8 +95,9 @@ def decisions_table(
         return np.broadcast_to(np.asarray(value, dtype=dtype), (n,))
 
     status_col = (
-        pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([statuses]))
-        .cast(pa.string())
+        pa.DictionaryArray.from_arrays(
+            pa.array(np.zeros(n, dtype=np.int32)), pa.array([statuses])
+        ).cast(pa.string())
         if isinstance(statuses, str)
         else pa.array(statuses, type=pa.string())
     )

@@ -2,12 +2,13 @@
 
 from workbench.game.parse import ANSWER_MARKER, STATUS_DTYPE, Status, parse_answer, parse_answers
 from workbench.game.prompts import (
+    agent_context,
     answer_prefer,
-    first_question,
     format_number,
     format_ratio,
-    next_question,
+    round_question,
     rules_text,
+    user_message,
 )
 from workbench.game.rules import (
     TIE_TOLERANCE,
@@ -28,10 +29,11 @@ __all__ = [
     "Status",
     "answer_prefer",
     "equilibrium",
-    "first_question",
+    "agent_context",
     "format_number",
     "format_ratio",
-    "next_question",
+    "round_question",
+    "user_message",
     "parse_answer",
     "parse_answers",
     "round_stats",

@@ -2,13 +2,16 @@
 
 The system message (`rules_text`) is identical for every agent of a run and comes first, so
 servers with prefix caching share it; agent-specific text (the persona) goes in the first user
-message. One agent's chat is: system rules, user `first_question`, assistant answer, user
-`next_question` for round 2, assistant answer, and so on.
+message, after the round's shared question. A round's chat is two messages: the system rules and
+one user message (`user_message`) that carries the winning numbers so far (shared), then the
+agent's background and its own earlier numbers (its memory). Everything shared by many agents
+comes before what is not, so a prefix cache reuses the most.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Literal
 
@@ -111,35 +114,56 @@ def rules_text(game: GameSpec, n_players: int, population_note: str | None = Non
     return "\n".join(lines)
 
 
-def first_question(game: GameSpec, persona: str | None) -> str:
-    """The first user message: the agent's background (when enabled), then the question."""
+def round_question(game: GameSpec, round_number: int, previous_targets: Sequence[float]) -> str:
+    """The shared start of a round's user message: the winning numbers so far, then the question.
+
+    Identical for every agent of a round, so it comes before anything agent-specific.
+    """
+    if round_number < 1 or len(previous_targets) != round_number - 1:
+        raise ValueError(
+            f"round {round_number} needs {max(round_number - 1, 0)} previous targets, "
+            f"got {len(previous_targets)}"
+        )
     lines = []
-    if game.prompt.persona and persona:
-        lines.append(f"Your background: {persona.strip()}")
-    lines.append(f"{_round_label(game, 1)}Which number do you choose? {_reminder(game)}")
+    if previous_targets:
+        results = "; ".join(
+            f"round {r}: "
+            + (format_number(t) if not math.isnan(t) else "no valid numbers, nobody won")
+            for r, t in enumerate(previous_targets, start=1)
+        )
+        lines.append(f"Winning numbers ({_target_phrase(game)}) so far: {results}.")
+    now = " now" if previous_targets else ""
+    lines.append(
+        f"{_round_label(game, round_number)}Which number do you choose{now}? {_reminder(game)}"
+    )
     return "\n".join(lines)
 
 
-def next_question(
-    game: GameSpec, round_number: int, previous_target: float, previous_guess: float | None
-) -> str:
-    """A later round's user message: last round's winning number, the agent's own guess."""
-    if round_number < 2:
-        raise ValueError(f"next_question is for round 2 or later, got round {round_number}")
-    last = round_number - 1
-    if math.isnan(previous_target):
-        result = f"In round {last} no valid numbers were chosen, so nobody won."
-    else:
-        result = (
-            f"In round {last} the winning number, {_target_phrase(game)}, was "
-            f"{format_number(previous_target)}."
+def agent_context(game: GameSpec, persona: str | None, own_guesses: Sequence[float]) -> str:
+    """The agent-specific end of the message: its background (when enabled), its earlier numbers."""
+    lines = []
+    if game.prompt.persona and persona:
+        lines.append(f"Your background: {persona.strip()}")
+    if len(own_guesses):
+        chosen = "; ".join(
+            f"round {r}: " + (format_number(g) if not math.isnan(g) else "no valid number")
+            for r, g in enumerate(own_guesses, start=1)
         )
-    if previous_guess is not None and not math.isnan(previous_guess):
-        result += f" You chose {format_number(previous_guess)}."
-    return (
-        f"{result}\n{_round_label(game, round_number)}Which number do you choose now? "
-        f"{_reminder(game)}"
-    )
+        lines.append(f"Your own numbers so far: {chosen}.")
+    return "\n".join(lines)
+
+
+def user_message(
+    game: GameSpec,
+    round_number: int,
+    previous_targets: Sequence[float],
+    persona: str | None,
+    own_guesses: Sequence[float],
+) -> str:
+    """A round's whole user message: the shared question first, then the agent's own context."""
+    shared = round_question(game, round_number, previous_targets)
+    own = agent_context(game, persona, own_guesses)
+    return f"{shared}\n{own}" if own else shared
 
 
 def answer_prefer(game: GameSpec) -> Literal["first", "last"]:

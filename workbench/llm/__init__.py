@@ -13,7 +13,9 @@ def make_model(spec: ModelSpec) -> ChatModel:
 
 def sampling_params(spec: ModelSpec) -> SamplingParams:
     """The sampling settings a `ModelSpec` asks for."""
-    return SamplingParams(temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens)
+    return SamplingParams(
+        temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens
+    )
 
 
 __all__ = [

@@ -135,7 +135,9 @@ class LlamaCppModel:
         """Complete requests in order on a worker thread, reusing the shared prompt prefix."""
         return await asyncio.to_thread(self.generate_sync, list(requests), params)
 
-    def generate_sync(self, requests: list[ChatRequest], params: SamplingParams) -> list[ChatResult]:
+    def generate_sync(
+        self, requests: list[ChatRequest], params: SamplingParams
+    ) -> list[ChatResult]:
         """Blocking batch completion; a batch starts from a clean state so reruns are identical.
 
         With `reuse_prefix` (the default) requests run sorted by their messages so neighbours share

@@ -224,6 +224,18 @@ def _write_parquet(path: Path, table: pa.Table) -> None:
     _atomic_write(path, lambda handle: pq.write_table(table, handle))
 
 
+def write_frame(frame: pd.DataFrame, path: str | Path) -> Path:
+    """Atomically write a DataFrame as .parquet or .csv (by suffix), e.g. a persona set."""
+    path = Path(path)
+    if path.suffix == ".csv":
+        _write_text(path, frame.to_csv(index=False))
+    elif path.suffix == ".parquet":
+        _write_parquet(path, pa.Table.from_pandas(frame, preserve_index=False))
+    else:
+        raise BundleError(f"{path}: use a .parquet or .csv file name")
+    return path
+
+
 def _read_parquet(path: Path) -> pa.Table:
     """Read a Parquet file; BundleError naming the file when it is missing or corrupt."""
     if not path.is_file():

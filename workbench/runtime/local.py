@@ -41,9 +41,7 @@ class LocalBackend:
         """Every shard's decisions for the round, in shard order."""
         if self.policy is None:
             raise RuntimeError("LocalBackend.start() must be called before play_round()")
-        return list(
-            await asyncio.gather(*(play_shard(s, self.policy, ctx) for s in self.shards))
-        )
+        return list(await asyncio.gather(*(play_shard(s, self.policy, ctx) for s in self.shards)))
 
     def describe(self) -> dict[str, object]:
         """What ran where, for the bundle manifest."""

@@ -1,0 +1,162 @@
+"""The `workbench` command: run games, inspect and verify bundles, sample personas, benchmark.
+
+User errors (a bad config, a missing file, an unreadable bundle) print one line naming the field
+and the fix and exit with status 2; nothing is half-written.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import pandas as pd
+import typer
+
+from workbench.errors import WorkbenchError
+
+app = typer.Typer(
+    help="Agent Simulation Workbench: LLM multi-agent 'guess p of the average' games.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+bundles_app = typer.Typer(help="List, show and verify result bundles.", no_args_is_help=True)
+personas_app = typer.Typer(help="Sample personas from a population spec.", no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmarks that print ratios against an in-run baseline.")
+app.add_typer(bundles_app, name="bundles")
+app.add_typer(personas_app, name="personas")
+app.add_typer(bench_app, name="bench")
+
+ROUND_TABLE_COLUMNS = ["round", "n", "n_valid", "mean", "target", "n_winners", "seconds"]
+
+
+def _table(frame: pd.DataFrame) -> str:
+    """A frame as aligned text with two decimals."""
+    return frame.to_string(index=False, float_format=lambda x: f"{x:.2f}")
+
+
+@app.command("run")
+def run_command(
+    config: Annotated[Path, typer.Argument(help="run config YAML")],
+    out: Annotated[Path | None, typer.Option(help="results directory (config output.dir)")] = None,
+    seed: Annotated[int | None, typer.Option(help="override the config's seed")] = None,
+    n_agents: Annotated[int | None, typer.Option("--n-agents", "-n", help="override n_agents")] = None,
+    rounds: Annotated[int | None, typer.Option(help="override game.rounds")] = None,
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+) -> None:
+    """Play a game from CONFIG into a new bundle and print the per-round table."""
+    from workbench.config import load_run_config, validate
+    from workbench.runtime import Simulation
+
+    cfg = load_run_config(config)
+    overrides = {"seed": seed, "n_agents": n_agents}
+    data = cfg.model_dump(mode="json") | {k: v for k, v in overrides.items() if v is not None}
+    if rounds is not None:
+        data["game"]["rounds"] = rounds
+    cfg = validate(type(cfg), data, f"{config} (with command-line overrides)")
+    bundle = Simulation(cfg).run(out_dir=out, progress=progress)
+    rounds_frame = bundle.rounds()
+    rounds_frame["n_winners"] = rounds_frame["n_winners"].astype(int)
+    typer.echo(_table(rounds_frame[ROUND_TABLE_COLUMNS]))
+    typer.echo(f"bundle: {bundle.path}")
+
+
+@bundles_app.command("list")
+def bundles_list(
+    root: Annotated[Path, typer.Argument(help="results directory")] = Path("results"),
+) -> None:
+    """List the bundles under ROOT with their status."""
+    from workbench.results import list_bundles
+
+    frame = list_bundles(root)
+    typer.echo(_table(frame) if len(frame) else f"no bundles under {root}")
+
+
+@bundles_app.command("show")
+def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")]) -> None:
+    """Show a bundle's status, model, config summary and round table."""
+    from workbench.results import Bundle
+
+    b = Bundle.open(bundle)
+    cfg, manifest = b.config, b.manifest
+    typer.echo(f"run:     {b.run_id} ({b.status})")
+    typer.echo(f"created: {manifest.get('created_at')}  finished: {manifest.get('finished_at')}")
+    typer.echo(
+        f"game:    ratio={cfg.game.ratio:.4g} offset={cfg.game.offset:g} "
+        f"range=[{cfg.game.low:g}, {cfg.game.high:g}] rounds={cfg.game.rounds}"
+    )
+    typer.echo(f"agents:  {cfg.n_agents} ({cfg.policy.kind}), seed {cfg.seed}")
+    model = manifest.get("model", {})
+    typer.echo(f"model:   {model.get('name', model.get('policy', '-'))} {model.get('engine', '')}")
+    if manifest.get("error"):
+        typer.echo(f"error:   {manifest['error']}")
+    frame = b.rounds()
+    typer.echo(_table(frame) if len(frame) else "no rounds completed")
+
+
+@bundles_app.command("verify")
+def bundles_verify(bundle: Annotated[Path, typer.Argument(help="bundle directory")]) -> None:
+    """Recompute hashes and round statistics; exit 1 when anything differs."""
+    from workbench.results import verify_bundle
+
+    report = verify_bundle(bundle)
+    typer.echo(str(report))
+    for problem in report.problems:
+        typer.echo(f"  - {problem}")
+    raise typer.Exit(0 if report.ok else 1)
+
+
+@personas_app.command("sample")
+def personas_sample(
+    spec: Annotated[Path, typer.Argument(help="population spec YAML")],
+    n: Annotated[int, typer.Option("-n", "--n", help="number of agents")] = 10,
+    seed: Annotated[int, typer.Option(help="sampling seed")] = 0,
+    out: Annotated[Path | None, typer.Option(help="write the personas (.parquet or .csv)")] = None,
+    show: Annotated[int, typer.Option(help="persona rows to print")] = 5,
+) -> None:
+    """Sample N personas from SPEC: print counts per category and a few personas."""
+    from workbench.config import load_population_spec
+    from workbench.errors import ConfigError
+    from workbench.population import counts_table, sample_population
+
+    population = load_population_spec(spec)
+    if out is not None and out.suffix not in (".parquet", ".csv"):
+        raise ConfigError(f"--out: use a .parquet or .csv file name, got {out.name!r}")
+    personas = sample_population(population, n, seed)
+    typer.echo(_table(counts_table(personas, population)))
+    if show > 0:
+        with pd.option_context("display.max_colwidth", 120):
+            typer.echo(personas.head(show).to_string(index=False))
+    if out is not None:
+        from workbench.results.bundle import write_frame
+
+        write_frame(personas, out)
+        typer.echo(f"wrote {len(personas)} personas to {out}")
+
+
+@bench_app.command("embedded")
+def bench_embedded(
+    n: Annotated[int, typer.Option("-n", help="agents in the round")] = 100,
+    spec: Annotated[Path | None, typer.Option(help="population spec")] = None,
+    seed: Annotated[int, typer.Option(help="seed")] = 0,
+    rounds: Annotated[int, typer.Option(help="rounds to play")] = 1,
+    baseline_n: Annotated[int, typer.Option(help="agents timed for the no-reuse baseline")] = 25,
+) -> None:
+    """Rounds of N persona agents on the embedded model, against a no-prefix-reuse baseline."""
+    from workbench.bench import embedded_round_bench
+
+    typer.echo(embedded_round_bench(n, spec, seed, rounds=rounds, baseline_n=baseline_n))
+
+
+def main() -> None:
+    """Entry point: run the app, turning workbench errors into one line and exit status 2."""
+    try:
+        app()  # standalone: usage errors and Ctrl-C are reported by typer itself
+    except WorkbenchError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
