@@ -1,9 +1,9 @@
 """Agent Simulation Workbench: very large LLM multi-agent "guess p of the average" simulations.
 
-    import workbench as wb
-    sim = wb.Simulation(wb.load_run_config("workbench/examples/quickstart.yaml"))
-    bundle = sim.run()            # plays every round, returns the finished result bundle
-    bundle.rounds()               # one row per round: mean, target, winners, seconds
+import workbench as wb
+sim = wb.Simulation(wb.load_run_config("workbench/examples/quickstart.yaml"))
+bundle = sim.run()            # plays every round, returns the finished result bundle
+bundle.rounds()               # one row per round: mean, target, winners, seconds
 """
 
 from workbench.config import (

@@ -41,7 +41,9 @@ def run_command(
     config: Annotated[Path, typer.Argument(help="run config YAML")],
     out: Annotated[Path | None, typer.Option(help="results directory (config output.dir)")] = None,
     seed: Annotated[int | None, typer.Option(help="override the config's seed")] = None,
-    n_agents: Annotated[int | None, typer.Option("--n-agents", "-n", help="override n_agents")] = None,
+    n_agents: Annotated[
+        int | None, typer.Option("--n-agents", "-n", help="override n_agents")
+    ] = None,
     rounds: Annotated[int | None, typer.Option(help="override game.rounds")] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:

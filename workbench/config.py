@@ -8,6 +8,7 @@ field, what is allowed and what came (`load_run_config`, `load_population_spec`)
 from __future__ import annotations
 
 import math
+import string
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -16,8 +17,11 @@ import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -34,13 +38,77 @@ class StrictModel(BaseModel):
 
 
 def parse_number(value: Any) -> Any:
-    """Accept a fraction written as text ("2/3") wherever a number is expected."""
-    if isinstance(value, str) and "/" in value:
+    """Accept a fraction written as text ("2/3") wherever a number is expected.
+
+    Other text must read as a number ("0.5"); ValueError naming what came otherwise.
+    """
+    if isinstance(value, str):
         try:
-            return float(Fraction(value.replace(" ", "")))
-        except (ValueError, ZeroDivisionError) as exc:
-            raise ValueError(f"expected a number or a fraction like 2/3, got {value!r}") from exc
+            if "/" in value:
+                return float(Fraction(value.replace(" ", "")))
+            float(value)
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(f"expected a number or a fraction like 2/3, got {value!r}") from None
     return value
+
+
+def _category_key(key: Any, where: str) -> str:
+    """A share-table key as text: YAML reads `18:` as an int and `yes:` as a bool."""
+    if key is None:
+        raise ValueError(f"{where}: a category name is missing (null key)")
+    if isinstance(key, str | int | float | bool):
+        return str(key)
+    raise ValueError(f"{where}: category names must be text, got {key!r}")
+
+
+def _share_value(value: Any, where: str) -> float:
+    """A share as a float: a number, a numeric text or a fraction like "1/6"."""
+    if isinstance(value, bool) or value is None or isinstance(value, dict | list):
+        raise ValueError(f"{where} must be a number or a fraction like 1/6, got {value!r}")
+    try:
+        number = parse_number(value)
+        return float(number)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{where} must be a number or a fraction like 1/6, got {value!r}"
+        ) from None
+
+
+def _share_table(table: dict, where: str) -> dict[str, float]:
+    """{category: share} with text keys and float shares; ValueError naming the bad entry."""
+    out: dict[str, float] = {}
+    for key, value in table.items():
+        category = _category_key(key, where)
+        if category in out:
+            raise ValueError(f"{where}: category {category!r} is listed twice")
+        out[category] = _share_value(value, f"{where}: share of {category!r}")
+    return out
+
+
+def template_fields(template: str) -> list[str]:
+    """The names a `str.format` template fills, in order: "{job.title}" -> "job".
+
+    ValueError for a malformed template or a positional placeholder ("{}", "{0}").
+    """
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise ValueError(
+            f"not a valid template ({exc}); write literal braces as {{{{ and }}}}"
+        ) from None
+    names: list[str] = []
+    for _, field, _, _ in parsed:
+        if field is None:
+            continue
+        name = field.split(".", 1)[0].split("[", 1)[0]
+        if not name or name.isdigit():
+            raise ValueError(
+                f"positional placeholder {{{field}}} is not allowed; name a dimension, "
+                "e.g. {gender}"
+            )
+        if name not in names:
+            names.append(name)
+    return names
 
 
 # --------------------------------------------------------------------------- game
@@ -66,7 +134,7 @@ class PromptSpec(StrictModel):
 
     @classmethod
     def paper(cls, number: int) -> PromptSpec:
-        """The paper's prompt 1-4: direct, step by step, + rational players, + others' strategies."""
+        """The paper's prompt 1-4: direct, step by step, + rational players, + strategies."""
         if number not in (1, 2, 3, 4):
             raise ConfigError(f"paper prompt must be 1, 2, 3 or 4, got {number}")
         return cls(
@@ -82,9 +150,13 @@ class GameSpec(StrictModel):
     ratio: Annotated[float, Field(description="p in (0, 1]; fractions like 2/3 are accepted")] = (
         2 / 3
     )
-    offset: float = Field(0.0, description="added to ratio * mean; 5 with ratio 1/2 -> equilibrium 10")
-    low: float = Field(0.0, description="smallest allowed guess")
-    high: float = Field(100.0, description="largest allowed guess")
+    offset: float = Field(
+        0.0,
+        allow_inf_nan=False,
+        description="added to ratio * mean; 5 with ratio 1/2 -> equilibrium 10",
+    )
+    low: float = Field(0.0, allow_inf_nan=False, description="smallest allowed guess")
+    high: float = Field(100.0, allow_inf_nan=False, description="largest allowed guess")
     rounds: int = Field(1, ge=1, le=1000, description="rounds to play")
     prompt: PromptSpec = Field(default_factory=PromptSpec)
 
@@ -122,6 +194,34 @@ class DimensionSpec(StrictModel):
     given: str | None = Field(None, description="name of an earlier dimension this one depends on")
     shares: dict[str, float] | dict[str, dict[str, float]]
 
+    @field_validator("shares", mode="before")
+    @classmethod
+    def _normalise_shares(cls, value: Any, info: ValidationInfo) -> Any:
+        """Text keys, float shares (fractions like "1/6" allowed), one message for a bad value."""
+        name = info.data.get("name")
+        where = f"dimension {name!r}" if name else "dimension"
+        if not isinstance(value, dict):
+            raise ValueError(
+                f"{where}: shares must be a mapping of category: share (or, with 'given', "
+                f"parent category: {{category: share}}), got {value!r}"
+            )
+        nested = [isinstance(v, dict) for v in value.values()]
+        if any(nested) and not all(nested):
+            raise ValueError(
+                f"{where}: shares mix numbers and nested tables; use category: share, or "
+                "(with 'given') parent category: {category: share}"
+            )
+        if not any(nested):
+            return _share_table(value, where)
+        given = info.data.get("given")
+        tables: dict[str, dict[str, float]] = {}
+        for parent, table in value.items():
+            key = _category_key(parent, where)
+            if key in tables:
+                raise ValueError(f"{where}: parent category {key!r} is listed twice")
+            tables[key] = _share_table(table, f"{where} given {given or 'parent'}={key!r}")
+        return tables
+
     @model_validator(mode="after")
     def _check_shares(self) -> DimensionSpec:
         if not self.shares:
@@ -142,14 +242,18 @@ class DimensionSpec(StrictModel):
                 )
             tables = self.shares  # type: ignore[assignment]
         for parent, table in tables.items():
-            where = f"dimension {self.name!r}" + (f" given {self.given}={parent!r}" if parent else "")
+            where = f"dimension {self.name!r}" + (
+                f" given {self.given}={parent!r}" if parent else ""
+            )
             if not table:
                 raise ValueError(f"{where}: shares must list at least one category")
             for category, share in table.items():
                 if not category.strip():
                     raise ValueError(f"{where}: category names must not be empty")
                 if not (0 <= share <= 1) or math.isnan(share):
-                    raise ValueError(f"{where}: share of {category!r} must be in [0, 1], got {share}")
+                    raise ValueError(
+                        f"{where}: share of {category!r} must be in [0, 1], got {share}"
+                    )
             total = sum(table.values())
             if abs(total - 1) > SHARE_TOLERANCE:
                 raise ValueError(
@@ -199,20 +303,22 @@ class PopulationSpec(StrictModel):
                 missing = set(seen[dim.given].categories()) - set(dim.shares)
                 extra = set(dim.shares) - set(seen[dim.given].categories())
                 if missing or extra:
+                    found = [f"missing {sorted(missing)}"] if missing else []
+                    found += [f"unknown {sorted(extra)}"] if extra else []
                     raise ValueError(
                         f"dimension {dim.name!r} must give one share table per {dim.given} "
-                        f"category: missing {sorted(missing)}, unknown {sorted(extra)}"
+                        f"category: {', '.join(found)}"
                     )
             seen[dim.name] = dim
         if self.persona_template is not None:
-            import string
-
-            fields = {f for _, f, _, _ in string.Formatter().parse(self.persona_template) if f}
-            unknown = fields - set(seen)
+            try:
+                fields = template_fields(self.persona_template)
+            except ValueError as exc:
+                raise ValueError(f"persona_template: {exc}") from None
+            unknown = [f for f in fields if f not in seen]
             if unknown:
                 raise ValueError(
-                    f"persona_template uses unknown dimensions {sorted(unknown)}; "
-                    f"known: {sorted(seen)}"
+                    f"persona_template uses unknown dimensions {unknown}; known: {sorted(seen)}"
                 )
         return self
 
@@ -221,9 +327,7 @@ class PopulationSpec(StrictModel):
         for dim in self.dimensions:
             if dim.name == name:
                 return dim
-        raise ConfigError(
-            f"unknown dimension {name!r}; known: {[d.name for d in self.dimensions]}"
-        )
+        raise ConfigError(f"unknown dimension {name!r}; known: {[d.name for d in self.dimensions]}")
 
 
 # --------------------------------------------------------------------------- policies
@@ -261,7 +365,30 @@ class LevelKPolicySpec(StrictModel):
     )
     attribute: str | None = Field(None, description="persona column that selects the depth shares")
     by_attribute: dict[str, dict[int, float]] = Field(default_factory=dict)
-    noise_sd: float = Field(0.0, ge=0, description="sd of normal noise added to each guess")
+    noise_sd: float = Field(
+        0.0, ge=0, allow_inf_nan=False, description="sd of normal noise added to each guess"
+    )
+
+    @field_validator("depth_shares", mode="before")
+    @classmethod
+    def _depth_fractions(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: parse_number(v) for k, v in value.items()}
+        return value
+
+    @field_validator("by_attribute", mode="before")
+    @classmethod
+    def _attribute_keys(cls, value: Any) -> Any:
+        """Attribute values as text (YAML reads `18:` as an int), fractions allowed."""
+        if not isinstance(value, dict):
+            return value
+        out: dict[Any, Any] = {}
+        for key, table in value.items():
+            text = _category_key(key, "by_attribute")
+            if isinstance(table, dict):
+                table = {k: parse_number(v) for k, v in table.items()}
+            out[text] = table
+        return out
 
     @model_validator(mode="after")
     def _check(self) -> LevelKPolicySpec:
@@ -295,7 +422,9 @@ class ModelSpec(StrictModel):
     top_p: float = Field(0.95, gt=0, le=1)
     max_tokens: int = Field(8, ge=1, le=4096, description="most tokens generated per answer")
     n_ctx: int = Field(2048, ge=256, le=131072)
-    n_threads: int | None = Field(None, ge=1, description="CPU threads; the machine's cores when absent")
+    n_threads: int | None = Field(
+        None, ge=1, description="CPU threads; the machine's cores when absent"
+    )
     constrained: bool = Field(True, description="force a number in range with a grammar")
 
 
@@ -314,13 +443,41 @@ class OutputSpec(StrictModel):
     dir: str = Field("results", description="directory that holds result bundles")
 
 
+def _population_form(value: Any) -> str | None:
+    """Which form a `population` value takes: an inline spec or a path (None: neither)."""
+    if isinstance(value, dict | PopulationSpec):
+        return "spec"
+    if isinstance(value, str | Path):
+        return "path"
+    return None
+
+
+PopulationField = Annotated[
+    Annotated[PopulationSpec, Tag("spec")] | Annotated[str, Tag("path")],
+    Discriminator(
+        _population_form,
+        custom_error_type="population_form",
+        custom_error_message=(
+            "expected a population spec (a mapping with 'dimensions') or the path of a "
+            "population YAML file"
+        ),
+    ),
+]
+"""An inline population spec or a path to one; a bad value reports only the form it took."""
+
+_UNION_TAGS = {("population", "spec"), ("population", "path")} | {
+    ("policy", kind) for kind in ("llm", "random", "level_k")
+}
+"""(parent, tag) location pairs that pydantic adds for tagged unions; not field names."""
+
+
 class RunConfig(StrictModel):
     """Everything one run needs; saved resolved into every bundle as config.yaml."""
 
     name: str = Field("run", min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     seed: int = Field(0, ge=0, lt=2**63)
     n_agents: int = Field(100, ge=1, le=100_000_000)
-    population: PopulationSpec | str = Field(
+    population: PopulationField = Field(
         description="a population spec inline, or a path to one (relative to the config file)"
     )
     game: GameSpec = Field(default_factory=GameSpec)
@@ -329,17 +486,33 @@ class RunConfig(StrictModel):
     backend: BackendSpec = Field(default_factory=BackendSpec)
     output: OutputSpec = Field(default_factory=OutputSpec)
 
+    @field_validator("population", mode="before")
+    @classmethod
+    def _path_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, Path) else value
+
 
 # --------------------------------------------------------------------------- YAML in and out
 
 M = TypeVar("M", bound=BaseModel)
 
 
+def _location(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as `a.b.0.c`, without validator and union-tag entries."""
+    parts: list[str] = []
+    previous: int | str | None = None
+    for part in loc:
+        if not str(part).startswith("function-") and (previous, part) not in _UNION_TAGS:
+            parts.append(str(part))
+        previous = part
+    return ".".join(parts)
+
+
 def format_validation_error(source: str, error: ValidationError) -> str:
-    """One line per problem: `source: field.path: message (got value)`."""
+    """One problem per `;`-separated part: `source: field.path: message, got value`."""
     lines = []
     for item in error.errors():
-        loc = ".".join(str(p) for p in item["loc"] if not str(p).startswith("function-"))
+        loc = _location(item["loc"])
         msg = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
             msg = "unknown key; remove it or check its spelling"
@@ -352,25 +525,76 @@ def format_validation_error(source: str, error: ValidationError) -> str:
     return "; ".join(dict.fromkeys(lines))
 
 
+class _ConfigLoader(yaml.SafeLoader):
+    """SafeLoader that keeps mapping keys as written and refuses duplicate keys.
+
+    Plain YAML turns the key `18:` into an int and `yes:` / `no:` into booleans, and lets a
+    second `game:` silently replace the first; here keys stay the text that was typed (pydantic
+    still reads "0" as the int 0 where a number is expected) and a duplicate is an error.
+    """
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if not isinstance(node, yaml.MappingNode):
+            return super().construct_mapping(node, deep=deep)
+        own: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self._key(key_node, deep)
+            if key in own:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {key!r}",
+                    key_node.start_mark,
+                )
+            own.add(key)
+        self.flatten_mapping(node)
+        return {self._key(k, deep): self.construct_object(v, deep=deep) for k, v in node.value}
+
+    def _key(self, node: yaml.Node, deep: bool) -> Any:
+        if isinstance(node, yaml.ScalarNode):
+            return node.value
+        key = self.construct_object(node, deep=deep)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", None, "found an unhashable key", node.start_mark
+            ) from None
+        return key
+
+
+def parse_yaml(text: str) -> Any:
+    """Load YAML text as config data: keys kept as written, duplicate keys refused."""
+    return yaml.load(text, Loader=_ConfigLoader)  # a SafeLoader subclass: safe
+
+
 def read_yaml(path: str | Path) -> Any:
     """Safe-load a YAML file; ConfigError for a missing or unparsable file."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: file not found; check the path")
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return parse_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+        raise ConfigError(
+            f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}"
+        ) from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a UTF-8 text file") from None
 
 
 def validate(model: type[M], data: Any, source: str) -> M:
     """Build `model` from plain data; ConfigError naming each bad field otherwise."""
+    if data is None:
+        raise ConfigError(f"{source}: empty; expected a mapping of keys (key: value lines)")
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping of keys, got {type(data).__name__}")
+        raise ConfigError(
+            f"{source}: expected a mapping of keys (key: value lines), got a {type(data).__name__}"
+        )
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -386,21 +610,28 @@ def load_run_config(path: str | Path) -> RunConfig:
     """Read a run config; a population given as a path is loaded relative to the config file."""
     path = Path(path)
     config = validate(RunConfig, read_yaml(path), str(path))
-    return resolve_population(config, base=path.parent)
+    return resolve_population(config, base=path.parent, source=str(path))
 
 
-def resolve_population(config: RunConfig, base: Path | None = None) -> RunConfig:
-    """Replace a population path by the spec it names (relative paths against `base`, then cwd)."""
+def resolve_population(
+    config: RunConfig, base: Path | None = None, *, source: str | None = None
+) -> RunConfig:
+    """Replace a population path by the spec it names (relative paths against `base`, then cwd).
+
+    `source` (the config file's name) prefixes the message when the file is not found.
+    """
     if isinstance(config.population, PopulationSpec):
         return config
     candidate = Path(config.population)
     if not candidate.is_absolute() and base is not None and (base / candidate).is_file():
         candidate = base / candidate
     if not candidate.is_file():
-        raise ConfigError(
-            f"population: file {config.population!r} not found (looked relative to "
-            f"{base or '.'} and the current directory)"
-        )
+        if candidate.is_absolute():
+            looked = "checked that path"
+        else:
+            looked = f"looked relative to {base or '.'} and the current directory"
+        prefix = f"{source}: " if source else ""
+        raise ConfigError(f"{prefix}population: file {config.population!r} not found ({looked})")
     return config.model_copy(update={"population": load_population_spec(candidate)})
 
 

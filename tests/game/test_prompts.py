@@ -2,13 +2,14 @@ import pytest
 
 from workbench.config import GameSpec, PromptSpec
 from workbench.game import (
+    agent_context,
     answer_prefer,
-    first_question,
     format_number,
     format_ratio,
-    next_question,
     parse_answer,
+    round_question,
     rules_text,
+    user_message,
 )
 
 PERSONA_A = "A 34-year-old nurse from Lyon."
@@ -53,17 +54,34 @@ def test_rules_text_offset_variant_mentions_the_offset():
 
 def test_rules_text_is_shared_and_has_no_persona():
     game = _game(persona=True)
-    # the agents layer builds the system message once per run; personas only reach questions
+    # the agents layer builds the system message once per run; personas only reach user messages
     system = rules_text(game, 50)
     assert PERSONA_A not in system and PERSONA_B not in system
-    assert first_question(game, PERSONA_A) != first_question(game, PERSONA_B)
+    assert user_message(game, 1, (), PERSONA_A, ()) != user_message(game, 1, (), PERSONA_B, ())
     assert rules_text(game, 50) == system
 
 
-def test_persona_in_first_question_only_when_enabled():
-    assert PERSONA_A in first_question(_game(persona=True), PERSONA_A)
-    assert PERSONA_A not in first_question(_game(persona=False), PERSONA_A)
-    assert "background" not in first_question(_game(persona=True), None)
+def test_shared_question_comes_first_and_is_identical_across_personas():
+    game = GameSpec(rounds=3)
+    question = round_question(game, 2, (40.0,))
+    a = user_message(game, 2, (40.0,), PERSONA_A, (55.0,))
+    b = user_message(game, 2, (40.0,), PERSONA_B, (12.0,))
+    assert a.startswith(question) and b.startswith(question)
+    assert a.index(PERSONA_A) > len(question) and b.index(PERSONA_B) > len(question)
+    assert PERSONA_A not in question and "55" not in question
+    assert a == question + "\n" + agent_context(game, PERSONA_A, (55.0,))
+
+
+def test_persona_in_user_message_only_when_enabled():
+    assert PERSONA_A in user_message(_game(persona=True), 1, (), PERSONA_A, ())
+    assert PERSONA_A not in user_message(_game(persona=False), 1, (), PERSONA_A, ())
+    assert "background" not in user_message(_game(persona=True), 1, (), None, ())
+    assert agent_context(_game(persona=True), None, ()) == ""
+    assert agent_context(_game(persona=True), "", ()) == ""
+    # without persona and memory the message is the shared question alone
+    assert user_message(_game(persona=False), 1, (), PERSONA_A, ()) == round_question(
+        _game(persona=False), 1, ()
+    )
 
 
 @pytest.mark.parametrize(
@@ -110,25 +128,34 @@ def test_answer_prefer_matches_style_and_parses_the_requested_format():
 def test_multi_round_text_names_rounds():
     game = GameSpec(rounds=3)
     assert "3 rounds" in rules_text(game, 10)
-    assert "Round 1 of 3" in first_question(game, None)
-    assert "Round" not in first_question(GameSpec(), None)
+    assert "Round 1 of 3" in round_question(game, 1, ())
+    assert "Round" not in round_question(GameSpec(), 1, ())
 
 
-def test_next_question_tells_target_and_own_guess():
+def test_later_rounds_tell_previous_targets_and_own_guesses():
     game = GameSpec(rounds=3)
-    text = next_question(game, 2, 33.3333, 40.0)
-    assert "round 1" in text and "33.33" in text and "You chose 40" in text
-    assert "Round 2 of 3" in text
-    assert "You chose" not in next_question(game, 3, 20.0, None)
+    question = round_question(game, 3, (33.3333, 20.0))
+    assert "round 1: 33.33" in question and "round 2: 20" in question
+    assert "Round 3 of 3" in question
+    assert "2/3 of the average" in question
+    context = agent_context(game, None, (40.0, 25.5))
+    assert "round 1: 40" in context and "round 2: 25.5" in context
+    assert "Your own numbers" not in agent_context(game, PERSONA_A, ())
+    assert "Winning numbers" not in round_question(game, 1, ())
 
 
-def test_next_question_without_valid_guesses():
-    assert "nobody won" in next_question(GameSpec(rounds=2), 2, float("nan"), None)
+def test_round_without_valid_guesses():
+    assert "nobody won" in round_question(GameSpec(rounds=2), 2, (float("nan"),))
+    assert "no valid number" in agent_context(GameSpec(rounds=2), None, (float("nan"),))
+    assert "nan" not in user_message(GameSpec(rounds=2), 2, (float("nan"),), None, (float("nan"),))
 
 
-def test_next_question_rejects_round_one():
-    with pytest.raises(ValueError, match="round 2 or later, got round 1"):
-        next_question(GameSpec(), 1, 10.0, None)
+@pytest.mark.parametrize(("round_number", "targets"), [(1, (10.0,)), (2, ()), (3, (1.0,)), (0, ())])
+def test_round_question_rejects_wrong_count_of_previous_targets(round_number, targets):
+    with pytest.raises(ValueError, match=f"round {round_number} needs"):
+        round_question(GameSpec(rounds=3), round_number, targets)
+    with pytest.raises(ValueError, match=f"got {len(targets)}"):
+        user_message(GameSpec(rounds=3), round_number, targets, PERSONA_A, ())
 
 
 def test_rules_text_rejects_no_players():

@@ -83,7 +83,7 @@ def test_missing_columns_and_values_are_rejected() -> None:
 
 
 def test_unfillable_template_is_a_config_error() -> None:
-    spec = make_spec("{gender} {education} {}")
+    spec = make_spec("{gender} {education} {gender.nope}")
     frame = sample_population(spec, 5, seed=0, with_text=False)
     with pytest.raises(ConfigError, match="persona_template .* cannot be filled"):
         persona_texts(spec, frame)

@@ -14,7 +14,7 @@ from workbench.population import (
     sample_population,
 )
 
-PROFESSION = [0.1666666667] * 4 + [0.1666666666] * 2  # as in personas/paper-profession.yaml
+PROFESSION = [0.1666666667] * 4 + [0.1666666666] * 2  # decimals that sum to exactly 1
 
 
 def make_spec(**data: object) -> PopulationSpec:

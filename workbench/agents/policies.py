@@ -153,7 +153,9 @@ class LLMPolicy:
         seeds = streams.request_seeds(ctx.seed, shard.agent_ids, ctx.round).tolist()
         constraint = None
         if self.constrained:
-            constraint = OutputConstraint(integer_range=(int(np.ceil(game.low)), int(game.high)))
+            constraint = OutputConstraint(
+                integer_range=(int(np.ceil(game.low)), int(np.floor(game.high)))
+            )
         targets = ctx.previous_targets
         return [
             ChatRequest(

@@ -7,12 +7,11 @@ integer codes, so a million agents cost a handful of string formats.
 from __future__ import annotations
 
 import math
-import string
 
 import numpy as np
 import pandas as pd
 
-from workbench.config import PopulationSpec
+from workbench.config import PopulationSpec, template_fields
 from workbench.errors import ConfigError
 from workbench.population.sample import marginal_shares
 
@@ -31,7 +30,7 @@ def persona_texts(spec: PopulationSpec, attributes: pd.DataFrame) -> pd.Series:
     if template is None:
         names = [dim.name for dim in spec.dimensions]
     else:
-        used = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+        used = set(template_fields(template))
         names = [dim.name for dim in spec.dimensions if dim.name in used]
     missing = [name for name in names if name not in attributes.columns]
     if missing:

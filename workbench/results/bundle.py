@@ -264,8 +264,8 @@ def _data_files(bundle: Path) -> Iterator[Path]:
     """Every data file of a bundle: all files except the manifest, config.yaml and figures/."""
     for path in sorted(bundle.rglob("*")):
         rel = path.relative_to(bundle)
-        if not path.is_file() or rel.parts[0] == FIGURES_DIR:
-            continue
+        if not path.is_file() or rel.parts[0] == FIGURES_DIR or path.name.startswith("."):
+            continue  # figures are not data; ".*" are temp files a killed write left behind
         if rel.as_posix() in (MANIFEST, CONFIG_FILE):
             continue
         yield path

@@ -1,0 +1,95 @@
+"""Shared fixtures: the paper's education population, small run configs, the embedded model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from workbench.config import PopulationSpec, RunConfig, load_population_spec
+from workbench.population import sample_population
+
+REPO = Path(__file__).resolve().parents[1]
+EDUCATION_YAML = REPO / "personas" / "paper-education.yaml"
+
+
+@pytest.fixture(scope="session")
+def education_spec() -> PopulationSpec:
+    """The paper's education population (five education levels, two genders)."""
+    return load_population_spec(EDUCATION_YAML)
+
+
+@pytest.fixture
+def education_personas(education_spec: PopulationSpec) -> Callable[[int, int], pd.DataFrame]:
+    """`education_personas(n, seed)`: n sampled personas of the education population."""
+
+    def sample(n: int = 12, seed: int = 0) -> pd.DataFrame:
+        return sample_population(education_spec, n, seed)
+
+    return sample
+
+
+@pytest.fixture
+def make_config(education_spec: PopulationSpec) -> Callable[..., RunConfig]:
+    """`make_config(policy=..., n_agents=..., rounds=..., ...)`: a small validated RunConfig.
+
+    `policy` and `model` are dicts (e.g. {"kind": "level_k"}); `game` entries update the game
+    section; `agents_per_shard` sets the backend's shard size.
+    """
+
+    def build(
+        *,
+        policy: dict[str, Any] | None = None,
+        n_agents: int = 10,
+        rounds: int = 2,
+        seed: int = 7,
+        agents_per_shard: int = 4,
+        game: dict[str, Any] | None = None,
+        model: dict[str, Any] | None = None,
+        name: str = "test",
+    ) -> RunConfig:
+        data: dict[str, Any] = {
+            "name": name,
+            "seed": seed,
+            "n_agents": n_agents,
+            "population": education_spec.model_dump(mode="json"),
+            "game": {"rounds": rounds, **(game or {})},
+            "policy": policy or {"kind": "random"},
+            "backend": {"agents_per_shard": agents_per_shard},
+        }
+        if model is not None:
+            data["model"] = model
+        return RunConfig.model_validate(data)
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def embedded_model():
+    """The embedded SmolLM2-135M on llama.cpp, loaded once for the whole session.
+
+    One thread: llama.cpp's worker threads spin on each other, so on a shared, busy machine
+    two or more threads can be many times slower than one; the answers are the same.
+    """
+    from workbench.llm.llamacpp import LlamaCppModel
+
+    return LlamaCppModel(n_threads=1).load()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Close llama-cpp-python's two module-level /dev/null handles once the tests are done.
+
+    The library opens them at import and never closes them, so with `filterwarnings = error`
+    the interpreter prints "Exception ignored ... ResourceWarning: unclosed file" at exit.
+    Only model loading uses them, and no model is loaded after the session ends.
+    """
+    import sys
+
+    utils = sys.modules.get("llama_cpp._utils")
+    for name in ("outnull_file", "errnull_file"):
+        handle = getattr(utils, name, None)
+        if handle is not None and not handle.closed:
+            handle.close()
