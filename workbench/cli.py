@@ -38,29 +38,43 @@ def _table(frame: pd.DataFrame) -> str:
 
 @app.command("run")
 def run_command(
-    config: Annotated[Path, typer.Argument(help="run config YAML")],
+    config: Annotated[Path | None, typer.Argument(help="run config YAML")] = None,
     out: Annotated[Path | None, typer.Option(help="results directory (config output.dir)")] = None,
     seed: Annotated[int | None, typer.Option(help="override the config's seed")] = None,
     n_agents: Annotated[
         int | None, typer.Option("--n-agents", "-n", help="override n_agents")
     ] = None,
     rounds: Annotated[int | None, typer.Option(help="override game.rounds")] = None,
+    backend: Annotated[str | None, typer.Option(help="override backend.kind: local or ray")] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="finish a cancelled or failed bundle instead")
+    ] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
-    """Play a game from CONFIG into a new bundle and print the per-round table."""
+    """Play a game from CONFIG into a new bundle (or --resume BUNDLE); print the round table."""
     from workbench.config import load_run_config, validate
+    from workbench.errors import ConfigError
     from workbench.runtime import Simulation
 
-    cfg = load_run_config(config)
-    overrides = {"seed": seed, "n_agents": n_agents}
-    data = cfg.model_dump(mode="json") | {k: v for k, v in overrides.items() if v is not None}
-    if rounds is not None:
-        data["game"]["rounds"] = rounds
-    cfg = validate(type(cfg), data, f"{config} (with command-line overrides)")
-    bundle = Simulation(cfg).run(out_dir=out, progress=progress)
+    if (config is None) == (resume is None):
+        raise ConfigError("give a CONFIG file to run, or --resume BUNDLE (not both)")
+    if resume is not None:
+        sim = Simulation.resume(resume)
+    else:
+        cfg = load_run_config(config)
+        overrides = {"seed": seed, "n_agents": n_agents}
+        data = cfg.model_dump(mode="json") | {k: v for k, v in overrides.items() if v is not None}
+        if rounds is not None:
+            data["game"]["rounds"] = rounds
+        if backend is not None:
+            data["backend"]["kind"] = backend
+        sim = Simulation(validate(type(cfg), data, f"{config} (with command-line overrides)"))
+    bundle = sim.run(out_dir=out, progress=progress)
     rounds_frame = bundle.rounds()
     rounds_frame["n_winners"] = rounds_frame["n_winners"].astype(int)
     typer.echo(_table(rounds_frame[ROUND_TABLE_COLUMNS]))
+    if not bundle.is_complete:
+        typer.echo(f"status: {bundle.status}")
     typer.echo(f"bundle: {bundle.path}")
 
 

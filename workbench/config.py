@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -429,12 +430,51 @@ class ModelSpec(StrictModel):
 
 
 class BackendSpec(StrictModel):
-    """Where shards run. `local`: every shard on one asyncio loop in this process."""
+    """Where shards run: `local` (one asyncio loop in this process) or `ray` (an actor per shard).
 
-    kind: Literal["local"] = "local"
-    agents_per_shard: int = Field(
-        100_000, ge=1, description="agents held (as columns) by one shard"
+    Shard size: `agents_per_shard` (alias `agents_per_actor`; 1 is the paper's one-to-one mode)
+    or `shards_per_node`; at most one of them. Neither: 100,000 agents a shard locally, two
+    shards per node on Ray.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True)
+
+    kind: Literal["local", "ray"] = "local"
+    agents_per_shard: int | None = Field(
+        None,
+        ge=1,
+        validation_alias=AliasChoices("agents_per_shard", "agents_per_actor"),
+        description="agents held (as columns) by one shard / Ray actor",
     )
+    shards_per_node: int | None = Field(None, ge=1, description="shards (actors) per node")
+    address: str | None = Field(
+        None, description="Ray cluster: 'auto', 'host:port', or empty for a local cluster"
+    )
+    max_restarts: int = Field(3, ge=0, le=100, description="respawns of a dead shard per round")
+
+    @model_validator(mode="after")
+    def _one_size(self) -> BackendSpec:
+        if self.agents_per_shard is not None and self.shards_per_node is not None:
+            raise ValueError("give agents_per_shard (or agents_per_actor) or shards_per_node")
+        if self.kind == "local" and self.address is not None:
+            raise ValueError("address is for kind: ray; remove it or set kind: ray")
+        return self
+
+    def shard_size(self, n_agents: int, n_nodes: int = 1) -> int:
+        """Agents per shard for `n_agents` on `n_nodes`; ConfigError if shards would be empty."""
+        if self.agents_per_shard is not None:
+            size = self.agents_per_shard
+        elif self.shards_per_node is not None or self.kind == "ray":
+            shards = (self.shards_per_node or 2) * n_nodes
+            if shards > n_agents:
+                raise ConfigError(
+                    f"backend.shards_per_node: {shards} shards for {n_agents} agents would leave "
+                    "shards empty; use fewer shards or more agents"
+                )
+            size = -(-n_agents // shards)
+        else:
+            size = 100_000
+        return size
 
 
 class OutputSpec(StrictModel):
@@ -490,6 +530,17 @@ class RunConfig(StrictModel):
     @classmethod
     def _path_as_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, Path) else value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RunConfig:
+        llm = isinstance(self.policy, LLMPolicySpec)
+        if llm and self.model.constrained and math.ceil(self.game.low) > math.floor(self.game.high):
+            raise ValueError(
+                f"game: the range [{self.game.low}, {self.game.high}] holds no whole number, "
+                "but constrained models answer whole numbers; widen the range or set "
+                "model.constrained: false"
+            )
+        return self
 
 
 # --------------------------------------------------------------------------- YAML in and out

@@ -60,6 +60,16 @@ class AgentShard:
         valid = pc.equal(decisions.column("status"), "ok").to_numpy(zero_copy_only=False)
         self.guesses[:, round_number - 1] = np.where(valid, guesses, np.nan)
 
+    def restore(self, responses: pd.DataFrame) -> None:
+        """Reload memory of finished rounds from a bundle's responses (a resumed run)."""
+        index = pd.Index(self.agent_ids)
+        for round_number, rows in responses.groupby("round"):
+            position = index.get_indexer(rows["agent_id"])
+            found = position >= 0
+            valid = (rows["status"] == "ok").to_numpy()[found]
+            guesses = rows["guess"].to_numpy(dtype=np.float64)[found]
+            self.guesses[position[found], int(round_number) - 1] = np.where(valid, guesses, np.nan)
+
     def forget_after(self, completed_rounds: int) -> None:
         """Drop memory of rounds after `completed_rounds` (a replayed or resumed round)."""
         self.guesses[:, completed_rounds:] = np.nan

@@ -450,6 +450,35 @@ class BundleWriter:
         _write_parquet(self._path / ROUNDS_FILE, rounds_table([]))
         self._write_manifest()
 
+    @classmethod
+    def reopen(cls, path: str | Path) -> BundleWriter:
+        """Continue an unfinished bundle (cancelled, failed or killed) after its last full round.
+
+        Response files of a round that never ended are removed; the manifest goes back to
+        "running" and records when the run was resumed. A complete bundle is refused.
+        """
+        bundle = Bundle.open(path)
+        if bundle.status == "complete":
+            raise BundleError(f"{bundle.path}: already complete; nothing to resume")
+        self = cls.__new__(cls)
+        self._run_id, self._path, self._finished = bundle.run_id, bundle.path, False
+        self._rounds = [dict(r) for r in bundle.manifest.get("rounds", [])]
+        done = {int(r["round"]) for r in self._rounds}
+        responses = self._path / RESPONSES_DIR
+        for round_dir in responses.glob("round-*") if responses.is_dir() else []:
+            if int(round_dir.name.removeprefix("round-")) not in done:
+                for part in round_dir.iterdir():
+                    part.unlink()
+                round_dir.rmdir()
+        manifest = dict(bundle.manifest)
+        resumed = [*manifest.get("resumed", []), {"at": _now(), "after_round": len(done)}]
+        manifest.update(
+            status="running", finished_at=None, error=None, files={}, resumed=resumed
+        )
+        self._manifest = manifest
+        self._write_manifest()
+        return self
+
     # ------------------------------------------------------------------ properties
 
     @property

@@ -33,8 +33,14 @@ class LocalBackend:
         self.shards: list[AgentShard] = []
         self.policy: Policy | None = None
 
-    async def start(self, shards: Sequence[AgentShard], policy: Policy) -> None:
+    async def node_count(self) -> int:
+        """One node: this process."""
+        return 1
+
+    async def start(self, shards: Sequence[AgentShard], policy: Policy | None) -> None:
         """Take ownership of the shards and the policy that drives them."""
+        if policy is None:
+            raise ValueError("LocalBackend needs the policy its shards run")
         self.shards, self.policy = list(shards), policy
 
     async def play_round(self, ctx: RoundContext) -> list[pa.Table]:

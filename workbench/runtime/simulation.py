@@ -13,6 +13,7 @@ import importlib.metadata
 import platform
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,23 +22,24 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from workbench.agents.policies import LevelKPolicy, LLMPolicy, Policy, RandomPolicy
-from workbench.agents.shard import RoundContext, split_into_shards
+from workbench.agents.factory import make_policy
+from workbench.agents.shard import AgentShard, RoundContext, split_into_shards
 from workbench.config import (
+    BackendSpec,
     LevelKPolicySpec,
     LLMPolicySpec,
     PopulationSpec,
-    RandomPolicySpec,
     RunConfig,
     load_run_config,
     resolve_population,
 )
-from workbench.errors import ConfigError
+from workbench.errors import BundleError, ConfigError
 from workbench.game import RoundStats, round_stats
-from workbench.llm import ChatModel, make_model, sampling_params
+from workbench.llm import ChatModel, make_model
 from workbench.population import population_note, sample_population
 from workbench.results import Bundle, BundleWriter
 from workbench.runtime.local import LocalBackend
+from workbench.runtime.ray_backend import RayBackend
 
 TEXT_LIMIT = 1_000_000
 """Above this many agents, non-LLM runs skip persona text (it is never read by their policies)."""
@@ -46,7 +48,11 @@ RoundCallback = Callable[[int, RoundStats, float], None]
 
 
 class Simulation:
-    """One configured game: personas, a policy, a backend; `run()` plays it into a bundle."""
+    """One configured game: personas, a policy, a backend; `run()` plays it into a bundle.
+
+    `to_dist(...)` gives the same simulation on the Ray backend; `cancel()` stops it after
+    marking its bundle cancelled; `Simulation.resume(bundle)` finishes a cancelled run.
+    """
 
     def __init__(
         self,
@@ -54,17 +60,50 @@ class Simulation:
         *,
         personas: pd.DataFrame | None = None,
         model: ChatModel | None = None,
-        backend: LocalBackend | None = None,
+        backend: Backend | None = None,
     ) -> None:
         self.config = resolve_population(config)
         self._personas = personas
         self._model = model
-        self.backend = backend or LocalBackend()
+        self.backend = backend or make_backend(self.config)
+        self._resume: _Resume | None = None
+        self._cancel_requested = False
+        self._task: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Simulation:
         """A simulation from a run config file."""
         return cls(load_run_config(path))
+
+    @classmethod
+    def resume(cls, bundle: str | Path, **kwargs: Any) -> Simulation:
+        """The unfinished run in `bundle`, ready to play its remaining rounds into it."""
+        opened = Bundle.open(bundle)
+        if opened.status == "complete":
+            raise BundleError(f"{opened.path}: already complete; nothing to resume")
+        done = opened.rounds()
+        sim = cls(opened.config, personas=opened.personas(), **kwargs)
+        memory = opened.responses() if len(done) else None
+        sim._resume = _Resume(opened.path, [float(t) for t in done["target"]], memory)
+        return sim
+
+    def to_dist(
+        self,
+        address: str | None = None,
+        *,
+        agents_per_actor: int | None = None,
+        shards_per_node: int | None = None,
+    ) -> Simulation:
+        """The same simulation on the Ray backend (the paper's `to_dist`): one argument away."""
+        backend = BackendSpec(
+            kind="ray",
+            address=address,
+            agents_per_shard=agents_per_actor,
+            shards_per_node=shards_per_node,
+            max_restarts=self.config.backend.max_restarts,
+        )
+        config = self.config.model_copy(update={"backend": backend})
+        return Simulation(config, personas=self._personas, model=self._model)
 
     @property
     def population(self) -> PopulationSpec:
@@ -90,30 +129,15 @@ class Simulation:
             self._model = make_model(self.config.model)
         return self._model
 
-    def make_policy(self) -> Policy:
-        """The policy the config asks for; loads the model (errors here write nothing)."""
+    def check(self) -> None:
+        """Config problems that need the resolved population; ConfigError before any writing."""
         spec = self.config.policy
-        if isinstance(spec, RandomPolicySpec):
-            return RandomPolicy(spec)
-        if isinstance(spec, LevelKPolicySpec):
-            if spec.attribute is not None and spec.attribute not in self.population_columns():
-                raise ConfigError(
-                    f"policy.attribute: {spec.attribute!r} is not a population dimension; "
-                    f"known: {self.population_columns()}"
-                )
-            return LevelKPolicy(spec)
-        model = self.model
-        if hasattr(model, "load"):
-            model.load()  # type: ignore[union-attr]
-        return LLMPolicy(
-            model,  # type: ignore[arg-type]
-            sampling_params(self.config.model),
-            constrained=self.config.model.constrained,
-        )
-
-    def population_columns(self) -> list[str]:
-        """Names of the population's dimensions."""
-        return [d.name for d in self.population.dimensions]
+        columns = [d.name for d in self.population.dimensions]
+        if isinstance(spec, LevelKPolicySpec) and spec.attribute not in (None, *columns):
+            raise ConfigError(
+                f"policy.attribute: {spec.attribute!r} is not a population dimension; "
+                f"known: {columns}"
+            )
 
     def describe_model(self) -> dict[str, Any]:
         """What answered, for the manifest: the model identity, or the baseline policy."""
@@ -124,12 +148,43 @@ class Simulation:
     def versions(self) -> dict[str, str]:
         """Versions of what shaped the numbers."""
         out = {"python": platform.python_version()}
-        for package in ("agent-sim-workbench", "pydantic", "llama-cpp-python"):
+        for package in ("agent-sim-workbench", "pydantic", "llama-cpp-python", "ray"):
             try:
                 out[package] = importlib.metadata.version(package)
             except importlib.metadata.PackageNotFoundError:
                 continue
         return out
+
+    def cancel(self) -> None:
+        """Stop the run (from any thread): the bundle is marked cancelled and can be resumed."""
+        self._cancel_requested = True
+        if self._task is not None:
+            loop, task = self._task
+            loop.call_soon_threadsafe(task.cancel)
+
+    async def _shards(self) -> list[AgentShard]:
+        """The personas cut into shards sized for the backend's nodes, memory restored."""
+        cfg = self.config
+        size = cfg.backend.shard_size(cfg.n_agents, await self.backend.node_count())
+        shards = split_into_shards(self.personas, size, cfg.game.rounds)
+        memory = self._resume.memory if self._resume is not None else None
+        if memory is not None:
+            for shard in shards:
+                shard.restore(memory)
+        return shards
+
+    def _writer(self, out_dir: str | Path | None, run_id: str | None) -> BundleWriter:
+        if self._resume is not None:
+            return BundleWriter.reopen(self._resume.path)
+        cfg = self.config
+        return BundleWriter(
+            Path(out_dir if out_dir is not None else cfg.output.dir),
+            cfg,
+            run_id=run_id,
+            versions=self.versions(),
+            model=self.describe_model(),
+            seeds={"run": cfg.seed, "population": cfg.seed, "agents": cfg.seed},
+        )
 
     async def arun(
         self,
@@ -139,28 +194,25 @@ class Simulation:
         progress: bool = True,
         on_round: RoundCallback | None = None,
     ) -> Bundle:
-        """Play every round; returns the finished bundle (also when awaited inside Jupyter)."""
+        """Play every round; returns the bundle (status cancelled after `cancel()`)."""
         cfg = self.config
-        policy = self.make_policy()
-        personas = self.personas
-        shards = split_into_shards(personas, cfg.backend.agents_per_shard, cfg.game.rounds)
+        self.check()
+        policy = make_policy(cfg, self.model) if isinstance(self.backend, LocalBackend) else None
+        targets = list(self._resume.targets) if self._resume is not None else []
         note = population_note(self.population) if cfg.game.prompt.population_note else None
-        writer = BundleWriter(
-            Path(out_dir if out_dir is not None else cfg.output.dir),
-            cfg,
-            run_id=run_id,
-            versions=self.versions(),
-            model=self.describe_model(),
-            seeds={"run": cfg.seed, "population": cfg.seed, "agents": cfg.seed},
-        )
-        bar = _progress(cfg.game.rounds, writer.run_id, progress)
+        shards = await self._shards()
+        writer = self._writer(out_dir, run_id)
+        self._task = (asyncio.get_running_loop(), asyncio.current_task())  # type: ignore[assignment]
+        bar = _progress(cfg.game.rounds, writer.run_id, progress, initial=len(targets))
         try:
             with writer:
-                writer.write_personas(personas)
+                if self._resume is None:
+                    writer.write_personas(self.personas)
                 await self.backend.start(shards, policy)
                 writer.record(backend=self.backend.describe())
-                targets: list[float] = []
-                for number in range(1, cfg.game.rounds + 1):
+                for number in range(len(targets) + 1, cfg.game.rounds + 1):
+                    if self._cancel_requested:
+                        raise asyncio.CancelledError
                     start = time.perf_counter()
                     ctx = RoundContext(
                         number, cfg.seed, cfg.game, cfg.n_agents, tuple(targets), note
@@ -177,7 +229,11 @@ class Simulation:
                         bar.update(1)
                     if on_round is not None:
                         on_round(number, stats, seconds)
+        except asyncio.CancelledError:
+            if not self._cancel_requested:
+                raise  # cancelled from outside (Ctrl-C): the bundle is marked, let it propagate
         finally:
+            self._task = None
             if bar is not None:
                 bar.close()
             await self.backend.close()
@@ -193,6 +249,25 @@ class Simulation:
             return pool.submit(asyncio.run, self.arun(**kwargs)).result()
 
 
+@dataclass(frozen=True)
+class _Resume:
+    """What a resumed run continues from: its bundle, the targets so far, earlier responses."""
+
+    path: Path
+    targets: list[float]
+    memory: pd.DataFrame | None
+
+
+Backend = LocalBackend | RayBackend
+
+
+def make_backend(config: RunConfig) -> Backend:
+    """The backend `config.backend.kind` names."""
+    if config.backend.kind == "ray":
+        return RayBackend(config, max_restarts=config.backend.max_restarts)
+    return LocalBackend()
+
+
 def _stats(tables: list[pa.Table], cfg: RunConfig) -> RoundStats:
     """The round's statistics over every shard's decisions (invalid answers excluded)."""
     guesses = np.concatenate([t.column("guess").to_numpy(zero_copy_only=False) for t in tables])
@@ -202,13 +277,13 @@ def _stats(tables: list[pa.Table], cfg: RunConfig) -> RoundStats:
     return round_stats(guesses, valid, cfg.game)
 
 
-def _progress(total: int, label: str, enabled: bool) -> Any:
+def _progress(total: int, label: str, enabled: bool, initial: int = 0) -> Any:
     """A tqdm bar over rounds (a widget in notebooks), or None when disabled."""
     if not enabled:
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=label, unit="round", leave=True)
+    return tqdm(total=total, initial=initial, desc=label, unit="round", leave=True)
 
 
 def run(config: RunConfig | str | Path, **kwargs: Any) -> Bundle:

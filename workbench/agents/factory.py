@@ -1,0 +1,21 @@
+"""Build the policy a run config asks for, wherever the shard lives (driver or Ray actor)."""
+
+from __future__ import annotations
+
+from workbench.agents.policies import LevelKPolicy, LLMPolicy, Policy, RandomPolicy
+from workbench.config import LevelKPolicySpec, RandomPolicySpec, RunConfig
+from workbench.llm import ChatModel, make_model, sampling_params
+
+
+def make_policy(config: RunConfig, model: ChatModel | None = None) -> Policy:
+    """The config's policy; LLM policies load their model here (once per process)."""
+    spec = config.policy
+    if isinstance(spec, RandomPolicySpec):
+        return RandomPolicy(spec)
+    if isinstance(spec, LevelKPolicySpec):
+        return LevelKPolicy(spec)
+    model = model if model is not None else make_model(config.model)
+    load = getattr(model, "load", None)
+    if callable(load):
+        load()
+    return LLMPolicy(model, sampling_params(config.model), constrained=config.model.constrained)
