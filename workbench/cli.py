@@ -160,9 +160,27 @@ def bench_embedded(
     baseline_n: Annotated[int, typer.Option(help="agents timed for the no-reuse baseline")] = 25,
 ) -> None:
     """Rounds of N persona agents on the embedded model, against a no-prefix-reuse baseline."""
-    from workbench.bench import embedded_round_bench
+    from workbench.bench.embedded import embedded_round_bench
 
     typer.echo(embedded_round_bench(n, spec, seed, rounds=rounds, baseline_n=baseline_n))
+
+
+@bench_app.command("dummy")
+def bench_dummy(
+    n: Annotated[int, typer.Option("-n", help="agents")] = 1_000_000,
+    rounds: Annotated[int, typer.Option(help="rounds")] = 1,
+    latency: Annotated[float, typer.Option(help="seconds each agent's model call waits")] = 1.0,
+    configs: Annotated[
+        str, typer.Option(help="comma-separated: asyncio,local,local-per-agent,ray")
+    ] = "asyncio,local,local-per-agent,ray",
+    shards: Annotated[int, typer.Option(help="shards (Ray actors) for the workbench")] = 2,
+    seed: Annotated[int, typer.Option(help="seed")] = 0,
+) -> None:
+    """The paper's dummy benchmark, each configuration in its own process, vs plain asyncio."""
+    from workbench.bench.dummy import dummy_bench
+
+    chosen = tuple(c.strip() for c in configs.split(",") if c.strip())
+    typer.echo(dummy_bench(n, rounds, latency, seed, chosen, shards))
 
 
 def main() -> None:

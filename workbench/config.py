@@ -346,6 +346,11 @@ class RandomPolicySpec(StrictModel):
     kind: Literal["random"] = "random"
     latency_s: float = Field(0.0, ge=0, le=3600, description="seconds each model call waits")
     integer: bool = Field(True, description="guess whole numbers")
+    per_agent: bool = Field(
+        False,
+        description="one coroutine per agent (the paper's semantics, ~20 us each) instead of "
+        "one awaited call per shard; same answers, for comparison only",
+    )
 
 
 class LevelKPolicySpec(StrictModel):

@@ -53,7 +53,9 @@ class RandomPolicy:
 
     async def act(self, shard: AgentShard, ctx: RoundContext) -> pa.Table:
         """All agents of the shard wait together, as concurrent model calls would."""
-        if self.spec.latency_s > 0:
+        if self.spec.per_agent:
+            await asyncio.gather(*(asyncio.sleep(self.spec.latency_s) for _ in range(len(shard))))
+        elif self.spec.latency_s > 0:
             await asyncio.sleep(self.spec.latency_s)
         ids = shard.agent_ids
         u = streams.uniform(ctx.seed, ids, ctx.round, _GUESS)

@@ -472,9 +472,7 @@ class BundleWriter:
                 round_dir.rmdir()
         manifest = dict(bundle.manifest)
         resumed = [*manifest.get("resumed", []), {"at": _now(), "after_round": len(done)}]
-        manifest.update(
-            status="running", finished_at=None, error=None, files={}, resumed=resumed
-        )
+        manifest.update(status="running", finished_at=None, error=None, files={}, resumed=resumed)
         self._manifest = manifest
         self._write_manifest()
         return self

@@ -24,6 +24,9 @@ from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.runtime.local import play_shard
 
+LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+"""Set to 0 before Ray is imported, Ray binds a single-machine cluster to 127.0.0.1."""
+
 
 def _ray() -> Any:
     """Import ray with a clear message when it is missing."""
@@ -42,6 +45,9 @@ def connect(address: str | None = None) -> dict[str, Any]:
 
     Returns the cluster's alive nodes as {node_id: resources}.
     """
+    if address is None and "ray" not in sys.modules:
+        # a local cluster stays on loopback: Ray's own switch for single-machine clusters
+        os.environ.setdefault(LOOPBACK_SWITCH, "0")
     ray = _ray()
     if not ray.is_initialized():
         if address is None:
@@ -49,12 +55,7 @@ def connect(address: str | None = None) -> dict[str, Any]:
                 "workbench: no Ray address given, starting a local Ray cluster on this machine",
                 file=sys.stderr,
             )
-            ray.init(
-                include_dashboard=False,
-                logging_level="WARNING",
-                log_to_driver=False,
-                _node_ip_address="127.0.0.1",  # a local cluster stays on loopback
-            )
+            ray.init(include_dashboard=False, logging_level="WARNING", log_to_driver=False)
         else:
             try:
                 ray.init(address=address, logging_level="WARNING", log_to_driver=False)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import importlib.metadata
+import inspect
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ from workbench.runtime.ray_backend import RayBackend
 TEXT_LIMIT = 1_000_000
 """Above this many agents, non-LLM runs skip persona text (it is never read by their policies)."""
 
-RoundCallback = Callable[[int, RoundStats, float], None]
+RoundCallback = Callable[[int, RoundStats, float], Awaitable[None] | None]
 
 
 class Simulation:
@@ -228,7 +229,9 @@ class Simulation:
                         bar.set_postfix(mean=f"{stats.mean:.2f}", target=f"{stats.target:.2f}")
                         bar.update(1)
                     if on_round is not None:
-                        on_round(number, stats, seconds)
+                        called = on_round(number, stats, seconds)
+                        if inspect.isawaitable(called):
+                            await called
         except asyncio.CancelledError:
             if not self._cancel_requested:
                 raise  # cancelled from outside (Ctrl-C): the bundle is marked, let it propagate

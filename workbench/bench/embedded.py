@@ -19,7 +19,7 @@ from workbench.llm import sampling_params
 from workbench.llm.llamacpp import LlamaCppModel
 from workbench.runtime import Simulation
 
-DEFAULT_SPEC = Path(__file__).resolve().parent.parent / "personas" / "paper-education.yaml"
+DEFAULT_SPEC = Path(__file__).resolve().parents[2] / "personas" / "paper-education.yaml"
 
 
 def embedded_round_bench(
