@@ -160,6 +160,11 @@ class GameSpec(StrictModel):
     high: float = Field(100.0, allow_inf_nan=False, description="largest allowed guess")
     rounds: int = Field(1, ge=1, le=1000, description="rounds to play")
     prompt: PromptSpec = Field(default_factory=PromptSpec)
+    group_by: str | None = Field(
+        None,
+        description="a persona column (e.g. model, city) whose groups are sub-environments: "
+        "each group's statistics are kept per round in groups.parquet",
+    )
 
     @field_validator("ratio", "offset", "low", "high", mode="before")
     @classmethod

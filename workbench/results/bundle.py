@@ -45,6 +45,7 @@ MANIFEST = "manifest.json"
 CONFIG_FILE = "config.yaml"
 PERSONAS_FILE = "personas.parquet"
 ROUNDS_FILE = "rounds.parquet"
+GROUPS_FILE = "groups.parquet"
 RESPONSES_DIR = "responses"
 FIGURES_DIR = "figures"
 
@@ -466,10 +467,12 @@ class BundleWriter:
         done = {int(r["round"]) for r in self._rounds}
         responses = self._path / RESPONSES_DIR
         for round_dir in responses.glob("round-*") if responses.is_dir() else []:
-            if int(round_dir.name.removeprefix("round-")) not in done:
+            if _is_round_dir(round_dir) and int(round_dir.name.removeprefix("round-")) not in done:
                 for part in round_dir.iterdir():
                     part.unlink()
                 round_dir.rmdir()
+        # rounds.parquet may hold a round the manifest never recorded (killed in between)
+        _write_parquet(self._path / ROUNDS_FILE, rounds_table(self._rounds))
         manifest = dict(bundle.manifest)
         resumed = [*manifest.get("resumed", []), {"at": _now(), "after_round": len(done)}]
         manifest.update(status="running", finished_at=None, error=None, files={}, resumed=resumed)
@@ -549,6 +552,15 @@ class BundleWriter:
         self._rounds = rounds
         self._manifest["rounds"] = [_jsonable(r) for r in rounds]
         self._write_manifest()
+
+    def write_group_stats(self, round_number: int, groups: list[dict[str, Any]]) -> None:
+        """Append one round's per-group statistics (sub-environments) to groups.parquet."""
+        self._check_open()
+        path = self._path / GROUPS_FILE
+        earlier = _read_parquet(path).to_pylist() if path.is_file() else []
+        rows = [r for r in earlier if r["round"] != round_number]
+        rows += [{"round": round_number, **{k: _plain(v) for k, v in g.items()}} for g in groups]
+        _write_parquet(path, pa.Table.from_pylist(rows))
 
     def record(self, **extra: Any) -> None:
         """Merge extra top-level keys (timings, cluster, ...) into the manifest and rewrite it."""
@@ -675,6 +687,11 @@ class Bundle:
     def personas(self) -> pd.DataFrame:
         """The personas table, one row per agent."""
         return _read_parquet(self.path / PERSONAS_FILE).to_pandas()
+
+    def groups(self) -> pd.DataFrame:
+        """Per-round statistics of each group (empty when the run had no `game.group_by`)."""
+        path = self.path / GROUPS_FILE
+        return _read_parquet(path).to_pandas() if path.is_file() else pd.DataFrame()
 
     def rounds(self) -> pd.DataFrame:
         """Per-round statistics, one row per finished round."""

@@ -198,14 +198,48 @@ def _check_rounds(bundle: Bundle, config: RunConfig | None, problems: list[str])
         )
         valid = (responses["status"] == "ok").fillna(False).to_numpy(dtype=bool)
         expected = round_stats(guesses, valid, config.game).as_dict()
-        for name in STAT_FIELDS:
-            if name not in row:
-                problems.append(f"{where}: no {name!r} column")
-            elif not _same(_number(row[name]), expected[name]):
-                problems.append(
-                    f"{where}: {name} is {row[name]!r}, "
-                    f"recomputed from responses {expected[name]!r}"
-                )
+        _compare(row, expected, where, problems)
+        if config.game.group_by is not None:
+            _check_groups(bundle, config, number, responses, guesses, valid, problems)
+
+
+def _compare(row: dict, expected: dict, where: str, problems: list[str]) -> None:
+    """Every statistic of a stored row against its recomputed value."""
+    for name in STAT_FIELDS:
+        if name not in row:
+            problems.append(f"{where}: no {name!r} column")
+        elif not _same(_number(row[name]), expected[name]):
+            problems.append(
+                f"{where}: {name} is {row[name]!r}, recomputed from responses {expected[name]!r}"
+            )
+
+
+def _check_groups(
+    bundle: Bundle,
+    config: RunConfig,
+    number: int,
+    responses: pd.DataFrame,
+    guesses: np.ndarray,
+    valid: np.ndarray,
+    problems: list[str],
+) -> None:
+    """groups.parquet's rows of one round against statistics recomputed per group."""
+    from workbench.game.rules import round_stats
+
+    column = config.game.group_by
+    stored = bundle.groups()
+    stored = stored[stored["round"] == number] if len(stored) else stored
+    group_of = bundle.personas().set_index("agent_id")[column].astype(str)
+    groups = group_of.reindex(responses["agent_id"]).to_numpy()
+    names = sorted(set(groups))
+    found = sorted(stored["group"].astype(str)) if len(stored) else []
+    if found != names:
+        problems.append(f"groups.parquet round {number}: groups differ from personas' {column}")
+        return
+    for row in stored.to_dict("records"):
+        mask = groups == str(row["group"])
+        expected = round_stats(guesses[mask], valid[mask], config.game).as_dict()
+        _compare(row, expected, f"groups.parquet round {number} group {row['group']!r}", problems)
 
 
 def verify_bundle(path: str | Path) -> VerifyReport:

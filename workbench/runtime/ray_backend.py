@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -40,31 +41,89 @@ def _ray() -> Any:
     return ray
 
 
+REACH_TIMEOUT_S = 2.0
+"""How long `connect` waits for a TCP answer from a cluster address before giving up."""
+
+
+def _address_error(address: str, why: str) -> ConfigError:
+    return ConfigError(
+        f"backend.address: cannot reach a Ray cluster at {address!r} ({why}); start one with "
+        "`ray start --head` or leave the address empty for a local cluster"
+    )
+
+
+def _split_host_port(address: str) -> tuple[str, int] | None:
+    """("host", port) from "host:port" or "[v6]:port"; None when it is not of that form."""
+    host, sep, port = address.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit():
+        return None
+    return host, int(port)
+
+
+def check_address(address: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
+    """ConfigError naming backend.address unless a TCP connection to it opens within `timeout_s`.
+
+    `ray.init` retries an address that does not answer for minutes; this fails in seconds.
+    "auto" is resolved the way Ray does it (RAY_ADDRESS, then the last `ray start` cluster), and
+    a loopback host is checked as Ray will dial it (Ray swaps it for this machine's address).
+    """
+    target = address.removeprefix("ray://")
+    if target == address:  # a cluster address, not a Ray Client one: resolve it as ray.init does
+        _ray()
+        try:
+            from ray._private.services import canonicalize_bootstrap_address
+        except ImportError:  # pragma: no cover - private API moved; check the address as given
+            resolved: str | None = address
+        else:
+            try:
+                resolved = canonicalize_bootstrap_address(address)
+            except (ConnectionError, ValueError) as exc:
+                raise _address_error(address, str(exc).splitlines()[0]) from None
+        if resolved is None:  # "local": ray.init starts a new cluster
+            return
+        target = resolved
+    parts = _split_host_port(target)
+    if parts is None:
+        raise _address_error(address, "expected host:port, e.g. 10.0.0.5:6379, or 'auto'")
+    try:
+        with socket.create_connection(parts, timeout=timeout_s):
+            pass
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise _address_error(address, f"{target}: {why}") from None
+
+
 def connect(address: str | None = None) -> dict[str, Any]:
     """Join a Ray cluster once per process (reused by later runs); start a local one if none.
 
+    An address that does not answer fails in seconds with a ConfigError naming backend.address
+    (also when this process is already connected, so a wrong address never goes unnoticed).
     Returns the cluster's alive nodes as {node_id: resources}.
     """
-    if address is None and "ray" not in sys.modules:
-        # a local cluster stays on loopback: Ray's own switch for single-machine clusters
-        os.environ.setdefault(LOOPBACK_SWITCH, "0")
     ray = _ray()
+    if address is not None:
+        current = ray.get_runtime_context().gcs_address if ray.is_initialized() else None
+        if address != current:
+            check_address(address)
     if not ray.is_initialized():
         if address is None:
             print(
                 "workbench: no Ray address given, starting a local Ray cluster on this machine",
                 file=sys.stderr,
             )
-            ray.init(include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+            ray.init(
+                address="local",  # a new cluster, never one a `ray start` left behind
+                include_dashboard=False,
+                logging_level="WARNING",
+                log_to_driver=False,
+                _node_ip_address="127.0.0.1",  # a local cluster stays on loopback
+            )
         else:
             try:
                 ray.init(address=address, logging_level="WARNING", log_to_driver=False)
             except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise ConfigError(
-                    f"backend.address: cannot reach a Ray cluster at {address!r} "
-                    f"({str(exc).splitlines()[0]}); start one with `ray start --head` "
-                    "or leave the address empty for a local cluster"
-                ) from None
+                raise _address_error(address, str(exc).splitlines()[0]) from None
     return {n["NodeID"]: n["Resources"] for n in ray.nodes() if n["Alive"]}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import importlib.metadata
 import inspect
 import platform
@@ -24,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workbench.agents.factory import make_policy
+from workbench.agents.policies import Policy
 from workbench.agents.shard import AgentShard, RoundContext, split_into_shards
 from workbench.config import (
     BackendSpec,
@@ -82,10 +84,16 @@ class Simulation:
         opened = Bundle.open(bundle)
         if opened.status == "complete":
             raise BundleError(f"{opened.path}: already complete; nothing to resume")
-        done = opened.rounds()
+        # the manifest's rounds, as BundleWriter.reopen counts them: a run killed between
+        # writing rounds.parquet and the manifest replays that round rather than skipping it
+        done = [r for r in opened.manifest.get("rounds", []) if isinstance(r, dict)]
+        targets = [float("nan") if r.get("target") is None else float(r["target"]) for r in done]
         sim = cls(opened.config, personas=opened.personas(), **kwargs)
-        memory = opened.responses() if len(done) else None
-        sim._resume = _Resume(opened.path, [float(t) for t in done["target"]], memory)
+        memory = None
+        if done:
+            memory = opened.responses()
+            memory = memory[memory["round"] <= len(done)]
+        sim._resume = _Resume(opened.path, targets, memory)
         return sim
 
     def to_dist(
@@ -130,6 +138,11 @@ class Simulation:
             self._model = make_model(self.config.model)
         return self._model
 
+    def make_policy(self) -> Policy:
+        """The policy the config asks for, built in this process (loads an LLM's model)."""
+        self.check()
+        return make_policy(self.config, self.model)
+
     def check(self) -> None:
         """Config problems that need the resolved population; ConfigError before any writing."""
         spec = self.config.policy
@@ -138,6 +151,11 @@ class Simulation:
             raise ConfigError(
                 f"policy.attribute: {spec.attribute!r} is not a population dimension; "
                 f"known: {columns}"
+            )
+        group_by = self.config.game.group_by
+        if group_by is not None and group_by not in (*columns, *self.personas.columns):
+            raise ConfigError(
+                f"game.group_by: {group_by!r} is not a persona column; known: {columns}"
             )
 
     def describe_model(self) -> dict[str, Any]:
@@ -156,11 +174,33 @@ class Simulation:
                 continue
         return out
 
+    def _group_codes(self) -> tuple[np.ndarray, list[str]] | None:
+        """Each agent's group (code by agent id) and the group names, when `game.group_by`."""
+        column = self.config.game.group_by
+        if column is None:
+            return None
+        groups = self.personas.set_index("agent_id")[column].astype("category")
+        codes = np.full(int(groups.index.max()) + 1, -1, dtype=np.int64)
+        codes[groups.index.to_numpy()] = groups.cat.codes.to_numpy()
+        return codes, [str(c) for c in groups.cat.categories]
+
     def cancel(self) -> None:
-        """Stop the run (from any thread): the bundle is marked cancelled and can be resumed."""
+        """Stop the run (from any thread): the bundle is marked cancelled and can be resumed.
+
+        From the run's own thread (an `on_round` callback) the run stops before its next round;
+        from another thread the round in flight is interrupted (it is replayed on resume).
+        """
         self._cancel_requested = True
-        if self._task is not None:
-            loop, task = self._task
+        if self._task is None:
+            return
+        loop, task = self._task
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            return  # checked before every round; a pending cancel could hit the clean-up
+        with contextlib.suppress(RuntimeError):  # the run ended and its loop closed meanwhile
             loop.call_soon_threadsafe(task.cancel)
 
     async def _shards(self) -> list[AgentShard]:
@@ -198,7 +238,7 @@ class Simulation:
         """Play every round; returns the bundle (status cancelled after `cancel()`)."""
         cfg = self.config
         self.check()
-        policy = make_policy(cfg, self.model) if isinstance(self.backend, LocalBackend) else None
+        policy = self.make_policy() if isinstance(self.backend, LocalBackend) else None
         targets = list(self._resume.targets) if self._resume is not None else []
         note = population_note(self.population) if cfg.game.prompt.population_note else None
         shards = await self._shards()
@@ -210,7 +250,8 @@ class Simulation:
                 if self._resume is None:
                     writer.write_personas(self.personas)
                 await self.backend.start(shards, policy)
-                writer.record(backend=self.backend.describe())
+                described = self.backend.describe()
+                writer.record(backend=described)
                 for number in range(len(targets) + 1, cfg.game.rounds + 1):
                     if self._cancel_requested:
                         raise asyncio.CancelledError
@@ -219,10 +260,15 @@ class Simulation:
                         number, cfg.seed, cfg.game, cfg.n_agents, tuple(targets), note
                     )
                     tables = await self.backend.play_round(ctx)
+                    if self.backend.describe() != described:  # e.g. a respawned Ray actor
+                        described = self.backend.describe()
+                        writer.record(backend=described)
                     for shard_index, table in enumerate(tables):
                         writer.write_responses(number, shard_index, table)
-                    stats = _stats(tables, cfg)
+                    stats, groups = _stats(tables, cfg, self._group_codes())
                     seconds = time.perf_counter() - start
+                    if groups:
+                        writer.write_group_stats(number, groups)
                     writer.end_round({"round": number, **stats.as_dict(), "seconds": seconds})
                     targets.append(stats.target)
                     if bar is not None:
@@ -271,13 +317,26 @@ def make_backend(config: RunConfig) -> Backend:
     return LocalBackend()
 
 
-def _stats(tables: list[pa.Table], cfg: RunConfig) -> RoundStats:
-    """The round's statistics over every shard's decisions (invalid answers excluded)."""
+def _stats(
+    tables: list[pa.Table], cfg: RunConfig, groups: tuple[np.ndarray, list[str]] | None = None
+) -> tuple[RoundStats, list[dict[str, Any]]]:
+    """The round's statistics over every shard's decisions (invalid answers excluded), and each
+    group's own (a sub-environment: its mean, its target, its winners) when groups are given."""
     guesses = np.concatenate([t.column("guess").to_numpy(zero_copy_only=False) for t in tables])
     valid = np.concatenate(
         [pc.equal(t.column("status"), "ok").to_numpy(zero_copy_only=False) for t in tables]
     )
-    return round_stats(guesses, valid, cfg.game)
+    per_group: list[dict[str, Any]] = []
+    if groups is not None:
+        codes_by_agent, names = groups
+        ids = np.concatenate([t.column("agent_id").to_numpy(zero_copy_only=False) for t in tables])
+        codes = codes_by_agent[ids]
+        for code, name in enumerate(names):
+            mask = codes == code
+            if mask.any():
+                group_stats = round_stats(guesses[mask], valid[mask], cfg.game)
+                per_group.append({"group": name, **group_stats.as_dict()})
+    return round_stats(guesses, valid, cfg.game), per_group
 
 
 def _progress(total: int, label: str, enabled: bool, initial: int = 0) -> Any:
