@@ -168,10 +168,8 @@ def dummy_bench(
             lines.append(f"{r.configuration:<17} {'-':>8} {'-':>9} {'-':>9}  error: {r.error}")
             continue
         mean = sum(r.round_seconds) / len(r.round_seconds)
-        lines.append(
-            f"{r.configuration:<17} {mean:>8.2f} {r.peak_mib:>9.0f} {base_s / mean:>8.1f}x  "
-            f"{r.note}"
-        )
+        ratio = f"{base_s / mean:>8.1f}x" if base is not None else f"{'-':>9}"
+        lines.append(f"{r.configuration:<17} {mean:>8.2f} {r.peak_mib:>9.0f} {ratio}  {r.note}")
     lines.append(
         f"x faster: asyncio baseline round seconds / configuration's. Paper: {PAPER_SECONDS:g} s "
         "for 1M agents on 4 nodes x 64 cores."

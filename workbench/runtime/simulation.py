@@ -35,6 +35,7 @@ from workbench.config import (
     RunConfig,
     load_run_config,
     resolve_population,
+    validate,
 )
 from workbench.errors import BundleError, ConfigError
 from workbench.game import RoundStats, round_stats
@@ -104,13 +105,14 @@ class Simulation:
         shards_per_node: int | None = None,
     ) -> Simulation:
         """The same simulation on the Ray backend (the paper's `to_dist`): one argument away."""
-        backend = BackendSpec(
-            kind="ray",
-            address=address,
-            agents_per_shard=agents_per_actor,
-            shards_per_node=shards_per_node,
-            max_restarts=self.config.backend.max_restarts,
-        )
+        spec = {
+            "kind": "ray",
+            "address": address,
+            "agents_per_actor": agents_per_actor,
+            "shards_per_node": shards_per_node,
+            "max_restarts": self.config.backend.max_restarts,
+        }
+        backend = validate(BackendSpec, spec, "backend")  # ConfigError naming the bad argument
         config = self.config.model_copy(update={"backend": backend})
         return Simulation(config, personas=self._personas, model=self._model)
 
@@ -263,9 +265,15 @@ class Simulation:
                     if self.backend.describe() != described:  # e.g. a respawned Ray actor
                         described = self.backend.describe()
                         writer.record(backend=described)
-                    for shard_index, table in enumerate(tables):
-                        writer.write_responses(number, shard_index, table)
-                    stats, groups = _stats(tables, cfg, self._group_codes())
+                    # write the shards' tables and reduce them at once (Arrow releases the GIL)
+                    writes = (
+                        asyncio.to_thread(writer.write_responses, number, shard_index, table)
+                        for shard_index, table in enumerate(tables)
+                    )
+                    reduced, *_ = await asyncio.gather(
+                        asyncio.to_thread(_stats, tables, cfg, self._group_codes()), *writes
+                    )
+                    stats, groups = reduced
                     seconds = time.perf_counter() - start
                     if groups:
                         writer.write_group_stats(number, groups)
