@@ -93,3 +93,39 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         handle = getattr(utils, name, None)
         if handle is not None and not handle.closed:
             handle.close()
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A two-node Ray cluster on this machine (loopback only), started once for the session.
+
+    Both nodes have one CPU; the driver joins through `workbench.runtime.ray_backend.connect`,
+    so later runs reuse that connection. Ray swaps a loopback address for the machine's network
+    address unless told it runs a single-machine cluster (`LOOPBACK_SWITCH`).
+    """
+    from workbench.runtime.ray_backend import LOOPBACK_SWITCH, connect
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        patch.setenv(LOOPBACK_SWITCH, "0")  # "127.0.0.1" stays loopback, workers included
+        import ray
+        import ray._private.ray_constants as ray_constants
+        from ray._common.utils import get_ray_address_file
+        from ray.cluster_utils import Cluster
+
+        patch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)  # when ray was imported earlier
+        node = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
+        cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+        try:
+            # Cluster records its address for a bare `ray.init()`; other processes on this
+            # machine must not join the test cluster by accident
+            address_file = Path(get_ray_address_file(None))
+            if address_file.is_file() and address_file.read_text().strip() == cluster.address:
+                address_file.unlink()
+            cluster.add_node(**node)
+            nodes = connect(cluster.address)
+            assert len(nodes) == 2, nodes
+            yield cluster
+        finally:
+            ray.shutdown()
+            cluster.shutdown()

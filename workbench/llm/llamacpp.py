@@ -10,6 +10,7 @@ state reused by every later request (llama.cpp's prefix match) instead of being 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import importlib.util
 import os
@@ -81,6 +82,10 @@ def _load(path: str, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
     except (ValueError, RuntimeError) as exc:
         raise ModelError(f"could not load model file {path}: {exc}") from None
     return llm, threading.Lock()
+
+
+# free the models while the interpreter still works (llama.cpp's __del__ fails at shutdown)
+atexit.register(_load.cache_clear)
 
 
 @lru_cache(maxsize=64)

@@ -455,8 +455,9 @@ class BundleWriter:
     def reopen(cls, path: str | Path) -> BundleWriter:
         """Continue an unfinished bundle (cancelled, failed or killed) after its last full round.
 
-        Response files of a round that never ended are removed; the manifest goes back to
-        "running" and records when the run was resumed. A complete bundle is refused.
+        Response files and group statistics of a round that never ended are removed; the
+        manifest goes back to "running" and records when the run was resumed. A complete bundle
+        is refused.
         """
         bundle = Bundle.open(path)
         if bundle.status == "complete":
@@ -471,8 +472,15 @@ class BundleWriter:
                 for part in round_dir.iterdir():
                     part.unlink()
                 round_dir.rmdir()
-        # rounds.parquet may hold a round the manifest never recorded (killed in between)
+        # rounds.parquet and groups.parquet may hold a round the manifest never recorded
         _write_parquet(self._path / ROUNDS_FILE, rounds_table(self._rounds))
+        groups = self._path / GROUPS_FILE
+        if groups.is_file():
+            table = _read_parquet(groups)
+            rounds = table.column("round")
+            kept = table.filter(pc.is_in(rounds, pa.array(sorted(done), rounds.type)))
+            if kept.num_rows != table.num_rows:
+                _write_parquet(groups, kept)
         manifest = dict(bundle.manifest)
         resumed = [*manifest.get("resumed", []), {"at": _now(), "after_round": len(done)}]
         manifest.update(status="running", finished_at=None, error=None, files={}, resumed=resumed)

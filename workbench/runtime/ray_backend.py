@@ -101,6 +101,9 @@ def connect(address: str | None = None) -> dict[str, Any]:
     (also when this process is already connected, so a wrong address never goes unnoticed).
     Returns the cluster's alive nodes as {node_id: resources}.
     """
+    if address is None and "ray" not in sys.modules:
+        # a local cluster stays on loopback: Ray's own switch for single-machine clusters
+        os.environ.setdefault(LOOPBACK_SWITCH, "0")
     ray = _ray()
     if address is not None:
         current = ray.get_runtime_context().gcs_address if ray.is_initialized() else None
@@ -117,7 +120,6 @@ def connect(address: str | None = None) -> dict[str, Any]:
                 include_dashboard=False,
                 logging_level="WARNING",
                 log_to_driver=False,
-                _node_ip_address="127.0.0.1",  # a local cluster stays on loopback
             )
         else:
             try:
@@ -125,6 +127,11 @@ def connect(address: str | None = None) -> dict[str, Any]:
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise _address_error(address, str(exc).splitlines()[0]) from None
     return {n["NodeID"]: n["Resources"] for n in ray.nodes() if n["Alive"]}
+
+
+def _alive_nodes() -> list[str]:
+    """Ids of the connected cluster's alive nodes, sorted."""
+    return sorted(n["NodeID"] for n in _ray().nodes() if n["Alive"])
 
 
 class ShardActor:
@@ -179,7 +186,9 @@ class RayBackend:
         remote = ray.remote(ShardActor).options(
             num_cpus=0,
             max_concurrency=4,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True),
+            # hard affinity: a soft one lets Ray put every actor on the driver's node whenever
+            # the others are slow to start workers; a node that died is dropped on respawn
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
         )
         return remote.remote(self.shards[index], self.config)
 
@@ -201,6 +210,7 @@ class RayBackend:
                     raise
                 self.restarts += 1
                 self.shards[index].forget_after(ctx.round - 1)
+                self.nodes = _alive_nodes() or self.nodes  # its node may be the one that died
                 self.actors[index] = self._spawn(index)
         raise AssertionError("unreachable")
 
