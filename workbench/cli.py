@@ -165,6 +165,21 @@ def bench_embedded(
     typer.echo(embedded_round_bench(n, spec, seed, rounds=rounds, baseline_n=baseline_n))
 
 
+@app.command("serve-model")
+def serve_model_command(
+    port: Annotated[int, typer.Option(help="port")] = 8000,
+    host: Annotated[str, typer.Option(help="address to bind; loopback unless told")] = "127.0.0.1",
+    path: Annotated[Path | None, typer.Option(help="GGUF file (default: shipped SmolLM2)")] = None,
+    name: Annotated[str, typer.Option(help="model name clients ask for")] = "smollm2-135m",
+    n_threads: Annotated[int | None, typer.Option(help="CPU threads")] = None,
+) -> None:
+    """Serve the embedded model as an OpenAI-compatible server at http://HOST:PORT/v1."""
+    from workbench.llm.serve import serve_model
+
+    typer.echo(f"serving {name} at http://{host}:{port}/v1", err=True)
+    serve_model(host=host, port=port, path=path, name=name, n_threads=n_threads)
+
+
 @bench_app.command("dummy")
 def bench_dummy(
     n: Annotated[int, typer.Option("-n", help="agents")] = 1_000_000,

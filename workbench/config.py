@@ -425,9 +425,15 @@ PolicySpec = Annotated[
 
 
 class ModelSpec(StrictModel):
-    """The language model behind LLM agents. `embedded`: llama.cpp with the shipped SmolLM2."""
+    """The language model behind LLM agents.
 
-    kind: Literal["embedded"] = "embedded"
+    `embedded`: llama.cpp in process with the shipped SmolLM2 (or `path`). `openai`: any
+    OpenAI-compatible chat server (vLLM, llama.cpp's server, ...) at one or more `base_urls`,
+    serving model `name`; the API key, when one is needed, is read from the environment
+    variable `api_key_env` and never stored.
+    """
+
+    kind: Literal["embedded", "openai"] = "embedded"
     path: str | None = Field(None, description="a GGUF file; the shipped SmolLM2-135M when absent")
     temperature: float = Field(0.7, ge=0, le=2)
     top_p: float = Field(0.95, gt=0, le=1)
@@ -436,7 +442,34 @@ class ModelSpec(StrictModel):
     n_threads: int | None = Field(
         None, ge=1, description="CPU threads; the machine's cores when absent"
     )
-    constrained: bool = Field(True, description="force a number in range with a grammar")
+    constrained: bool = Field(True, description="force a number in range (grammar / regex)")
+    base_urls: list[str] = Field(
+        default_factory=list, description="OpenAI-compatible endpoints, e.g. http://host:8000/v1"
+    )
+    name: str | None = Field(None, description="the model name the server serves")
+    api_key_env: str | None = Field(
+        None, description="environment variable holding the API key (the key is never stored)"
+    )
+    structured_output: Literal["grammar", "guided_regex", "json_schema", "none"] = Field(
+        "grammar",
+        description="how a constraint reaches the server: llama.cpp's grammar, vLLM's "
+        "guided_regex, a JSON schema, or none (plain text, then parsing)",
+    )
+    max_concurrency: int = Field(32, ge=1, le=10_000, description="requests in flight per endpoint")
+    timeout_s: float = Field(60.0, gt=0, le=3600, description="seconds before a request times out")
+    max_retries: int = Field(3, ge=0, le=20, description="retries on connection errors, 429, 5xx")
+
+    @model_validator(mode="after")
+    def _endpoint(self) -> ModelSpec:
+        if self.kind == "openai":
+            if not self.base_urls:
+                raise ValueError("kind openai needs base_urls, e.g. [http://127.0.0.1:8000/v1]")
+            if not self.name:
+                raise ValueError("kind openai needs name: the model name the server serves")
+            bad = [u for u in self.base_urls if not u.startswith(("http://", "https://"))]
+            if bad:
+                raise ValueError(f"base_urls must start with http:// or https://, got {bad}")
+        return self
 
 
 class BackendSpec(StrictModel):

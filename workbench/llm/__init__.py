@@ -5,7 +5,11 @@ from workbench.llm.base import ChatModel, ChatRequest, ChatResult, OutputConstra
 
 
 def make_model(spec: ModelSpec) -> ChatModel:
-    """The chat model a `ModelSpec` describes (the embedded llama.cpp model for `embedded`)."""
+    """The model a `ModelSpec` describes: embedded llama.cpp or an OpenAI-compatible server."""
+    if spec.kind == "openai":
+        from workbench.llm.openai_compat import OpenAICompatModel
+
+        return OpenAICompatModel.from_spec(spec)
     from workbench.llm.llamacpp import LlamaCppModel
 
     return LlamaCppModel(spec.path, n_ctx=spec.n_ctx, n_threads=spec.n_threads)

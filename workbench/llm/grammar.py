@@ -85,3 +85,10 @@ def integer_range_grammar(low: int, high: int) -> str:
         alternatives += [f'"-" {p}' for p in negatives]
     alternatives += _range_patterns(max(0, low), high) if high >= 0 else []
     return "root ::= " + " | ".join(f"({a})" for a in alternatives) + "\n"
+
+
+def integer_range_regex(low: int, high: int) -> str:
+    """A regular expression matching exactly the integers in [low, high] (vLLM's guided_regex)."""
+    grammar = integer_range_grammar(low, high)
+    body = grammar.removeprefix("root ::= ").strip()
+    return body.replace('"', "").replace(" ", "")

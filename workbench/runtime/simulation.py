@@ -241,6 +241,9 @@ class Simulation:
         cfg = self.config
         self.check()
         policy = self.make_policy() if isinstance(self.backend, LocalBackend) else None
+        check_endpoints = getattr(self.model, "check", None)
+        if callable(check_endpoints):
+            await check_endpoints()  # an unreachable server or a wrong model name: before writing
         targets = list(self._resume.targets) if self._resume is not None else []
         note = population_note(self.population) if cfg.game.prompt.population_note else None
         shards = await self._shards()
