@@ -458,6 +458,10 @@ class ModelSpec(StrictModel):
     max_concurrency: int = Field(32, ge=1, le=10_000, description="requests in flight per endpoint")
     timeout_s: float = Field(60.0, gt=0, le=3600, description="seconds before a request times out")
     max_retries: int = Field(3, ge=0, le=20, description="retries on connection errors, 429, 5xx")
+    cache: str | None = Field(
+        None,
+        description="a SQLite response cache file: identical requests are answered from it",
+    )
 
     @model_validator(mode="after")
     def _endpoint(self) -> ModelSpec:

@@ -5,14 +5,22 @@ from workbench.llm.base import ChatModel, ChatRequest, ChatResult, OutputConstra
 
 
 def make_model(spec: ModelSpec) -> ChatModel:
-    """The model a `ModelSpec` describes: embedded llama.cpp or an OpenAI-compatible server."""
+    """The model a `ModelSpec` describes: embedded llama.cpp or an OpenAI-compatible server,
+    behind a response cache when `spec.cache` names one."""
+    model: ChatModel
     if spec.kind == "openai":
         from workbench.llm.openai_compat import OpenAICompatModel
 
-        return OpenAICompatModel.from_spec(spec)
-    from workbench.llm.llamacpp import LlamaCppModel
+        model = OpenAICompatModel.from_spec(spec)
+    else:
+        from workbench.llm.llamacpp import LlamaCppModel
 
-    return LlamaCppModel(spec.path, n_ctx=spec.n_ctx, n_threads=spec.n_threads)
+        model = LlamaCppModel(spec.path, n_ctx=spec.n_ctx, n_threads=spec.n_threads)
+    if spec.cache is not None:
+        from workbench.llm.cache import CachedModel, ResponseCache
+
+        model = CachedModel(model, ResponseCache(spec.cache))
+    return model
 
 
 def sampling_params(spec: ModelSpec) -> SamplingParams:
