@@ -433,7 +433,8 @@ class ModelSpec(StrictModel):
     variable `api_key_env` and never stored.
     """
 
-    kind: Literal["embedded", "openai"] = "embedded"
+    kind: Literal["embedded", "openai", "replay"] = "embedded"
+    bundle: str | None = Field(None, description="kind replay: the bundle whose answers to replay")
     path: str | None = Field(None, description="a GGUF file; the shipped SmolLM2-135M when absent")
     temperature: float = Field(0.7, ge=0, le=2)
     top_p: float = Field(0.95, gt=0, le=1)
@@ -473,6 +474,8 @@ class ModelSpec(StrictModel):
             bad = [u for u in self.base_urls if not u.startswith(("http://", "https://"))]
             if bad:
                 raise ValueError(f"base_urls must start with http:// or https://, got {bad}")
+        if self.kind == "replay" and not self.bundle:
+            raise ValueError("kind replay needs bundle: the path of the bundle to replay")
         return self
 
 

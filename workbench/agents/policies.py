@@ -164,8 +164,12 @@ class LLMPolicy:
                 (system, {"role": "user", "content": user_message(game, ctx.round, targets, p, g)}),
                 seed=seed,
                 constraint=constraint,
+                agent_id=agent,
+                round=ctx.round,
             )
-            for p, g, seed in zip(personas, own, seeds, strict=True)
+            for p, g, seed, agent in zip(
+                personas, own, seeds, shard.agent_ids.tolist(), strict=True
+            )
         ]
 
     async def act(self, shard: AgentShard, ctx: RoundContext) -> pa.Table:

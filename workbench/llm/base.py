@@ -60,6 +60,8 @@ class ChatRequest:
     messages: tuple[Message, ...]
     seed: int = 0
     constraint: OutputConstraint | None = None
+    agent_id: int | None = None  # who asks, in which round: for replay, never sent to a model
+    round: int | None = None
 
 
 @dataclass
