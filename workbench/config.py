@@ -573,8 +573,34 @@ class RunConfig(StrictModel):
     game: GameSpec = Field(default_factory=GameSpec)
     policy: PolicySpec = Field(default_factory=LLMPolicySpec)
     model: ModelSpec = Field(default_factory=ModelSpec)
+    models: dict[str, ModelSpec] = Field(
+        default_factory=dict,
+        description="named models for a mixed population (the paper's 500 agents each of three "
+        "models); model_shares assigns them to agents as a persona column `model`",
+    )
+    model_shares: dict[str, float] = Field(
+        default_factory=dict, description="share of agents per named model (exact quota)"
+    )
     backend: BackendSpec = Field(default_factory=BackendSpec)
     output: OutputSpec = Field(default_factory=OutputSpec)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _group_by_model(cls, data: Any) -> Any:
+        """A mixed population keeps per-model statistics unless told to group otherwise."""
+        if isinstance(data, dict) and data.get("models"):
+            game = data.get("game")
+            game = dict(game) if isinstance(game, dict) else {}
+            game.setdefault("group_by", "model")
+            data = {**data, "game": game}
+        return data
+
+    @field_validator("model_shares", mode="before")
+    @classmethod
+    def _share_fractions(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): parse_number(v) for k, v in value.items()}
+        return value
 
     @field_validator("population", mode="before")
     @classmethod
@@ -590,6 +616,17 @@ class RunConfig(StrictModel):
                 "but constrained models answer whole numbers; widen the range or set "
                 "model.constrained: false"
             )
+        if self.models or self.model_shares:
+            if set(self.model_shares) != set(self.models):
+                raise ValueError(
+                    f"model_shares must give a share for each of models {sorted(self.models)}, "
+                    f"got {sorted(self.model_shares)}"
+                )
+            total = sum(self.model_shares.values())
+            if any(v < 0 for v in self.model_shares.values()) or abs(total - 1) > SHARE_TOLERANCE:
+                raise ValueError(f"model_shares must be >= 0 and sum to 1, got {total:.6g}")
+            if not llm:
+                raise ValueError("models are for policy kind llm; remove them or use kind: llm")
         return self
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from workbench.agents.policies import LevelKPolicy, LLMPolicy, Policy, RandomPolicy
 from workbench.config import LevelKPolicySpec, RandomPolicySpec, RunConfig
-from workbench.llm import ChatModel, make_model, sampling_params
+from workbench.llm import ChatModel, model_for, sampling_params
 
 
 def make_policy(config: RunConfig, model: ChatModel | None = None) -> Policy:
@@ -14,7 +14,7 @@ def make_policy(config: RunConfig, model: ChatModel | None = None) -> Policy:
         return RandomPolicy(spec)
     if isinstance(spec, LevelKPolicySpec):
         return LevelKPolicy(spec)
-    model = model if model is not None else make_model(config.model)
+    model = model if model is not None else model_for(config)
     load = getattr(model, "load", None)
     if callable(load):
         load()

@@ -159,6 +159,11 @@ class LLMPolicy:
                 integer_range=(int(np.ceil(game.low)), int(np.floor(game.high)))
             )
         targets = ctx.previous_targets
+        models = (
+            shard.personas["model"].astype(str).tolist()
+            if "model" in shard.personas
+            else [None] * len(shard)
+        )
         return [
             ChatRequest(
                 (system, {"role": "user", "content": user_message(game, ctx.round, targets, p, g)}),
@@ -166,9 +171,10 @@ class LLMPolicy:
                 constraint=constraint,
                 agent_id=agent,
                 round=ctx.round,
+                model=model,
             )
-            for p, g, seed, agent in zip(
-                personas, own, seeds, shard.agent_ids.tolist(), strict=True
+            for p, g, seed, agent, model in zip(
+                personas, own, seeds, shard.agent_ids.tolist(), models, strict=True
             )
         ]
 

@@ -1,6 +1,6 @@
 """Batch-first chat models: the interface, the embedded llama.cpp default, and a factory."""
 
-from workbench.config import ModelSpec
+from workbench.config import ModelSpec, RunConfig
 from workbench.llm.base import ChatModel, ChatRequest, ChatResult, OutputConstraint, SamplingParams
 
 
@@ -27,6 +27,17 @@ def make_model(spec: ModelSpec) -> ChatModel:
     return model
 
 
+def model_for(config: RunConfig) -> ChatModel:
+    """The model(s) a run's LLM agents ask: `config.model`, or a mix of `config.models`."""
+    if not config.models:
+        return make_model(config.model)
+    from workbench.llm.mix import ModelMix
+
+    return ModelMix(
+        {name: (make_model(spec), sampling_params(spec)) for name, spec in config.models.items()}
+    )
+
+
 def sampling_params(spec: ModelSpec) -> SamplingParams:
     """The sampling settings a `ModelSpec` asks for."""
     return SamplingParams(
@@ -41,5 +52,6 @@ __all__ = [
     "OutputConstraint",
     "SamplingParams",
     "make_model",
+    "model_for",
     "sampling_params",
 ]

@@ -62,6 +62,7 @@ class ChatRequest:
     constraint: OutputConstraint | None = None
     agent_id: int | None = None  # who asks, in which round: for replay, never sent to a model
     round: int | None = None
+    model: str | None = None  # which named model of a mixed population answers
 
 
 @dataclass

@@ -5,6 +5,7 @@ from workbench.population.sample import (
     counts_table,
     dimension_share_matrix,
     marginal_shares,
+    quota_assignment,
     quota_counts,
     sample_population,
 )
@@ -16,6 +17,7 @@ __all__ = [
     "marginal_shares",
     "persona_texts",
     "population_note",
+    "quota_assignment",
     "quota_counts",
     "sample_population",
 ]

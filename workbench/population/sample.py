@@ -244,3 +244,15 @@ def _as_int(value: object, name: str) -> int:
         return operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         raise ConfigError(f"{name} must be an integer, got {value!r}") from None
+
+
+def quota_assignment(shares: dict[str, float], n: int, seed: int, salt: int) -> pd.Categorical:
+    """Exact-quota categories for n agents in a seeded random order (e.g. a model per agent).
+
+    `salt` keeps this stream independent of the population's dimension streams.
+    """
+    names = list(shares)
+    counts = quota_counts([shares[name] for name in names], n)
+    codes = np.repeat(np.arange(len(names), dtype=np.int32), counts)
+    np.random.default_rng(np.random.SeedSequence([seed, salt])).shuffle(codes)
+    return pd.Categorical.from_codes(codes, categories=names)

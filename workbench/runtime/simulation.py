@@ -39,11 +39,14 @@ from workbench.config import (
 )
 from workbench.errors import BundleError, ConfigError
 from workbench.game import RoundStats, round_stats
-from workbench.llm import ChatModel, make_model
-from workbench.population import population_note, sample_population
+from workbench.llm import ChatModel, model_for
+from workbench.population import population_note, quota_assignment, sample_population
 from workbench.results import Bundle, BundleWriter
 from workbench.runtime.local import LocalBackend
 from workbench.runtime.ray_backend import RayBackend
+
+MODEL_STREAM = 0x4D0DE1
+"""Seed salt of the per-agent model assignment (independent of the population's streams)."""
 
 TEXT_LIMIT = 1_000_000
 """Above this many agents, non-LLM runs skip persona text (it is never read by their policies)."""
@@ -128,16 +131,21 @@ class Simulation:
         if self._personas is None:
             cfg = self.config
             with_text = cfg.policy.kind == "llm" or cfg.n_agents <= TEXT_LIMIT
-            self._personas = sample_population(
+            personas = sample_population(
                 self.population, cfg.n_agents, cfg.seed, with_text=with_text
             )
+            if cfg.model_shares:
+                personas["model"] = quota_assignment(
+                    cfg.model_shares, cfg.n_agents, cfg.seed, MODEL_STREAM
+                )
+            self._personas = personas
         return self._personas
 
     @property
     def model(self) -> ChatModel | None:
         """The chat model LLM agents use (None for random and level-k policies)."""
         if self._model is None and isinstance(self.config.policy, LLMPolicySpec):
-            self._model = make_model(self.config.model)
+            self._model = model_for(self.config)
         return self._model
 
     def make_policy(self) -> Policy:

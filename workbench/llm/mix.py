@@ -1,0 +1,71 @@
+"""A mixed population's models behind one `ChatModel`: each request goes to its named model.
+
+The paper's mixed population (500 agents each of three models) plays one game: every agent's
+request names its model, each model answers its share of the batch with its own sampling
+settings, all models at once, and the results come back in input order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from workbench.errors import ModelError
+from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams
+
+
+class ModelMix:
+    """Routes each request to `models[request.model]`, using that model's own sampling params."""
+
+    def __init__(self, models: Mapping[str, tuple[ChatModel, SamplingParams]]) -> None:
+        if not models:
+            raise ModelError("a model mix needs at least one model")
+        self.models = dict(models)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """Every named model's identity."""
+        return {
+            "engine": "mix",
+            "name": "+".join(self.models),
+            "models": {name: dict(m.identity) for name, (m, _) in self.models.items()},
+        }
+
+    def load(self) -> ModelMix:
+        """Load every model that loads (the embedded ones); returns self."""
+        for model, _ in self.models.values():
+            load = getattr(model, "load", None)
+            if callable(load):
+                load()
+        return self
+
+    async def check(self) -> None:
+        """Check every model that can be checked (server endpoints)."""
+        for model, _ in self.models.values():
+            check = getattr(model, "check", None)
+            if callable(check):
+                await check()
+
+    async def generate(
+        self, requests: Sequence[ChatRequest], params: SamplingParams
+    ) -> list[ChatResult]:
+        """One batched call per model, all at once; `params` is replaced by each model's own."""
+        by_model: dict[str, list[int]] = {}
+        for i, request in enumerate(requests):
+            if request.model not in self.models:
+                raise ModelError(
+                    f"request for model {request.model!r}; the mix has {sorted(self.models)}"
+                )
+            by_model.setdefault(request.model, []).append(i)
+        answered = await asyncio.gather(
+            *(
+                self.models[name][0].generate([requests[i] for i in idx], self.models[name][1])
+                for name, idx in by_model.items()
+            )
+        )
+        results: list[ChatResult | None] = [None] * len(requests)
+        for idx, batch in zip(by_model.values(), answered, strict=True):
+            for i, result in zip(idx, batch, strict=True):
+                results[i] = result
+        return results  # type: ignore[return-value]
