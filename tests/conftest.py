@@ -129,3 +129,90 @@ def ray_cluster():
         finally:
             ray.shutdown()
             cluster.shutdown()
+
+
+# --------------------------------------------------------------------------- model servers
+
+
+class ModelServer:
+    """A running `workbench serve-model` subprocess: its base URL and its process."""
+
+    def __init__(self, url: str, process: Any) -> None:
+        self.url = url
+        self.process = process
+
+    def kill(self) -> None:
+        """SIGKILL the server (no clean shutdown) and wait until it is gone."""
+        self.process.kill()
+        self.process.wait(timeout=10)
+
+
+def _start_model_server(log_dir: Path, wait_s: float = 60.0):
+    """Start `workbench serve-model` on a free loopback port; a context manager of ModelServer.
+
+    Waits (at most `wait_s`) until GET /v1/models answers; stops the process by its PID after.
+    """
+    import contextlib
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    @contextlib.contextmanager
+    def serve():
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        url = f"http://127.0.0.1:{port}/v1"
+        command = [sys.executable, "-m", "workbench.cli", "serve-model", "--port", str(port)]
+        log_path = log_dir / f"serve-model-{port}.log"
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                [*command, "--n-threads", "1"], stdout=log, stderr=subprocess.STDOUT, cwd=REPO
+            )
+            try:
+                deadline = time.monotonic() + wait_s
+                while True:
+                    if process.poll() is not None:
+                        pytest.fail(f"serve-model exited early:\n{log_path.read_text()[-2000:]}")
+                    try:
+                        if httpx.get(f"{url}/models", timeout=1.0).status_code == 200:
+                            break
+                    except httpx.HTTPError:
+                        pass
+                    if time.monotonic() > deadline:
+                        pytest.fail(
+                            f"serve-model not ready after {wait_s:g} s:\n"
+                            f"{log_path.read_text()[-2000:]}"
+                        )
+                    time.sleep(0.2)
+                yield ModelServer(url, process)
+            finally:
+                if process.poll() is None:
+                    process.terminate()
+                    try:
+                        process.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+                        process.wait(timeout=10)
+
+    return serve()
+
+
+@pytest.fixture(scope="session")
+def llm_server(tmp_path_factory: pytest.TempPathFactory):
+    """`workbench serve-model` (the shipped SmolLM2, one thread) for the whole session.
+
+    Yields its base URL, "http://127.0.0.1:<port>/v1"; the model is named "smollm2-135m".
+    """
+    with _start_model_server(tmp_path_factory.mktemp("llm-server")) as server:
+        yield server.url
+
+
+@pytest.fixture
+def own_llm_server(tmp_path_factory: pytest.TempPathFactory):
+    """A `workbench serve-model` for one test only (a `ModelServer`: the test may kill it)."""
+    with _start_model_server(tmp_path_factory.mktemp("own-llm-server")) as server:
+        yield server

@@ -421,3 +421,9 @@ def test_list_bundles(tmp_path: Path) -> None:
     assert listing["n_agents"].tolist() == [4, 4]
     assert listing["rounds_done"].tolist() == [2, 0]
     assert listing["path"].tolist() == [str(tmp_path / "a"), str(tmp_path / "b")]
+
+
+def test_redaction_keeps_the_name_of_the_variable_holding_a_key() -> None:
+    data = redact({"model": {"api_key_env": "VLLM_KEY", "api_key": "sk-secret"}})
+    assert data["model"]["api_key_env"] == "VLLM_KEY"  # resume needs the variable's name
+    assert data["model"]["api_key"] == "***REDACTED***"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import weakref
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -57,6 +58,9 @@ class OpenAICompatModel:
         self.backoff_s = backoff_s
         self._api_key = api_key
         self._transport = transport
+        self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
         self.stats: dict[str, Any] = {
             "requests": 0,
             "retries": 0,
@@ -123,7 +127,10 @@ class OpenAICompatModel:
                     )
                 if response.status_code != 200:
                     raise ModelError(f"{base}/models: HTTP {response.status_code}")
-                served = [m.get("id") for m in response.json().get("data", [])]
+                try:
+                    served = [m.get("id") for m in response.json().get("data", [])]
+                except (ValueError, AttributeError, TypeError):
+                    raise ModelError(f"{base}/models: not an OpenAI model list") from None
                 if self.name not in served:
                     raise ModelError(
                         f"model.name: {self.name!r} is not served by {base}; it serves {served}"
@@ -133,16 +140,22 @@ class OpenAICompatModel:
         self, requests: Sequence[ChatRequest], params: SamplingParams
     ) -> list[ChatResult]:
         """Every request of the batch, concurrently; results in input order."""
-        limits = {base: asyncio.Semaphore(self.max_concurrency) for base in self.base_urls}
         async with self._client() as client:
-            return list(
-                await asyncio.gather(*(self._one(client, limits, r, params) for r in requests))
-            )
+            return list(await asyncio.gather(*(self._one(client, r, params) for r in requests)))
 
-    def _pick(self) -> str:
-        """The endpoint with the fewest requests in flight."""
+    def _slots(self) -> asyncio.Semaphore:
+        """This event loop's limit on requests in flight over all endpoints (shared by calls)."""
+        loop = asyncio.get_running_loop()
+        if loop not in self._limits:
+            self._limits[loop] = asyncio.Semaphore(self.max_concurrency * len(self.base_urls))
+        return self._limits[loop]
+
+    def _pick(self, avoid: str | None) -> str:
+        """The endpoint with the fewest requests in flight that has room, avoiding a failed one."""
         in_flight = self.stats["in_flight"]
-        return min(self.base_urls, key=lambda base: in_flight[base])
+        room = [b for b in self.base_urls if in_flight[b] < self.max_concurrency]
+        preferred = [b for b in room if b != avoid] or room or self.base_urls
+        return min(preferred, key=lambda base: in_flight[base])
 
     def body(self, request: ChatRequest, params: SamplingParams) -> dict[str, Any]:
         """The JSON body of one chat completion request."""
@@ -181,35 +194,33 @@ class OpenAICompatModel:
         return {}
 
     async def _one(
-        self,
-        client: httpx.AsyncClient,
-        limits: dict[str, asyncio.Semaphore],
-        request: ChatRequest,
-        params: SamplingParams,
+        self, client: httpx.AsyncClient, request: ChatRequest, params: SamplingParams
     ) -> ChatResult:
         body = self.body(request, params)
-        start = time.perf_counter()
-        error = "no attempt made"
+        error, failed_on = "no attempt made", None
         for attempt in range(self.max_retries + 1):
             if attempt:
                 self.stats["retries"] += 1
                 await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
-            base = self._pick()
-            self.stats["in_flight"][base] += 1
-            try:
-                async with limits[base]:
-                    self.stats["requests"] += 1
+            async with self._slots():
+                base = self._pick(avoid=failed_on)
+                self.stats["in_flight"][base] += 1
+                self.stats["requests"] += 1
+                start = time.perf_counter()  # latency of this attempt, not of queueing
+                try:
                     return self._result(await self._post(client, base, body), start)
-            except _Retryable as exc:
-                error = str(exc)
-            except httpx.TimeoutException as exc:
-                self.stats["errors"] += 1
-                return _failed(f"timeout after {self.timeout_s:g} s ({exc!r})", "timeout", start)
-            except ModelError as exc:
-                self.stats["errors"] += 1
-                return _failed(str(exc), "model_error", start)
-            finally:
-                self.stats["in_flight"][base] -= 1
+                except _Retryable as exc:
+                    error, failed_on = str(exc), base
+                except httpx.TimeoutException as exc:
+                    self.stats["errors"] += 1
+                    return _failed(
+                        f"timeout after {self.timeout_s:g} s ({exc!r})", "timeout", start
+                    )
+                except (ModelError, httpx.HTTPError) as exc:
+                    self.stats["errors"] += 1
+                    return _failed(f"{type(exc).__name__}: {exc}", "model_error", start)
+                finally:
+                    self.stats["in_flight"][base] -= 1
         self.stats["errors"] += 1
         return _failed(f"{error} (after {self.max_retries + 1} attempts)", "model_error", start)
 
@@ -234,13 +245,17 @@ class OpenAICompatModel:
     def _result(data: Any, start: float) -> ChatResult:
         try:
             text = data["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError):
+            usage = data.get("usage") or {}
+            prompt_tokens = int(usage.get("prompt_tokens") or 0)
+            completion_tokens = int(usage.get("completion_tokens") or 0)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError):
             raise ModelError(f"unexpected answer shape: {str(data)[:200]}") from None
-        usage = data.get("usage") or {}
+        if not isinstance(text, str):
+            raise ModelError(f"the answer has no text: {str(data)[:200]}")
         return ChatResult(
             text=text,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
             latency_s=time.perf_counter() - start,
         )
 

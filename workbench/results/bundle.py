@@ -135,6 +135,8 @@ def _is_secret_key(key: Any) -> bool:
     if not isinstance(key, str):
         return False
     words = _key_words(key)
+    if words and words[-1] == "env":
+        return False  # api_key_env names the variable that holds the key, not the key
     pairs = {"".join(words[i : i + 2]) for i in range(len(words) - 1)}
     return bool(_SECRET_WORDS.intersection(words) or "apikey" in pairs)
 
