@@ -433,7 +433,7 @@ class ModelSpec(StrictModel):
     variable `api_key_env` and never stored.
     """
 
-    kind: Literal["embedded", "openai", "replay"] = "embedded"
+    kind: Literal["embedded", "openai", "vllm", "replay"] = "embedded"
     bundle: str | None = Field(None, description="kind replay: the bundle whose answers to replay")
     path: str | None = Field(None, description="a GGUF file; the shipped SmolLM2-135M when absent")
     temperature: float = Field(0.7, ge=0, le=2)
@@ -451,10 +451,13 @@ class ModelSpec(StrictModel):
     api_key_env: str | None = Field(
         None, description="environment variable holding the API key (the key is never stored)"
     )
-    structured_output: Literal["grammar", "guided_regex", "json_schema", "none"] = Field(
+    structured_output: Literal[
+        "grammar", "structured_outputs", "guided_regex", "json_schema", "none"
+    ] = Field(
         "grammar",
         description="how a constraint reaches the server: llama.cpp's grammar, vLLM's "
-        "guided_regex, a JSON schema, or none (plain text, then parsing)",
+        "structured_outputs regex (vLLM >= 0.12) or guided_regex (older), a JSON schema, or "
+        "none (plain text, then parsing)",
     )
     max_concurrency: int = Field(32, ge=1, le=10_000, description="requests in flight per endpoint")
     timeout_s: float = Field(60.0, gt=0, le=3600, description="seconds before a request times out")
@@ -474,6 +477,8 @@ class ModelSpec(StrictModel):
             bad = [u for u in self.base_urls if not u.startswith(("http://", "https://"))]
             if bad:
                 raise ValueError(f"base_urls must start with http:// or https://, got {bad}")
+        if self.kind == "vllm" and not self.name:
+            raise ValueError("kind vllm needs name: the model to load, e.g. Qwen/Qwen2-7B-Instruct")
         if self.kind == "replay" and not self.bundle:
             raise ValueError("kind replay needs bundle: the path of the bundle to replay")
         return self

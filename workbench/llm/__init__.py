@@ -12,6 +12,10 @@ def make_model(spec: ModelSpec) -> ChatModel:
         from workbench.llm.openai_compat import OpenAICompatModel
 
         model = OpenAICompatModel.from_spec(spec)
+    elif spec.kind == "vllm":
+        from workbench.llm.vllm_engine import VLLMEngineModel
+
+        model = VLLMEngineModel(spec.name or "")
     elif spec.kind == "replay":
         from workbench.llm.replay import ReplayModel
 

@@ -23,7 +23,7 @@ from workbench.errors import ConfigError, ModelError
 from workbench.llm.base import ChatRequest, ChatResult, OutputConstraint, SamplingParams
 from workbench.llm.grammar import integer_range_grammar, integer_range_regex
 
-StructuredOutput = Literal["grammar", "guided_regex", "json_schema", "none"]
+StructuredOutput = Literal["grammar", "structured_outputs", "guided_regex", "json_schema", "none"]
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
@@ -182,6 +182,8 @@ class OpenAICompatModel:
             grammar, regex, schema = None, constraint.regex, constraint.json_schema
         if self.structured_output == "grammar" and grammar is not None:
             return {"grammar": grammar}
+        if self.structured_output == "structured_outputs" and regex is not None:
+            return {"structured_outputs": {"regex": regex}}
         if self.structured_output == "guided_regex" and regex is not None:
             return {"guided_regex": regex}
         if self.structured_output == "json_schema" and schema is not None:

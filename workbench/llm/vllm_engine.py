@@ -1,0 +1,104 @@
+"""In-process vLLM (extra `[vllm]`, GPU machines): one `vllm.LLM`, whole batches per call.
+
+Import-guarded: the workbench works without vllm, and asking for this engine without it gives a
+clear message. Constraints use vLLM's structured outputs (a regex for an integer range), so one
+call per agent suffices; every request keeps its own seed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from workbench.errors import ModelError
+from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
+from workbench.llm.grammar import integer_range_regex
+
+MISSING = (
+    "model.kind vllm needs the vllm package on a GPU machine: "
+    "pip install 'agent-sim-workbench[vllm]' (or point model.kind openai at a `vllm serve`)"
+)
+
+
+def _vllm() -> Any:
+    try:
+        import vllm
+    except ImportError:
+        raise ModelError(MISSING) from None
+    return vllm
+
+
+class VLLMEngineModel:
+    """A `ChatModel` running `vllm.LLM(model)` in this process (loaded on first use)."""
+
+    def __init__(self, model: str, **engine_args: Any) -> None:
+        self.model_name = model
+        self.engine_args = engine_args
+        self._llm: Any = None
+        self._lock = threading.Lock()
+        _vllm()  # fail at construction, before any run starts, when the extra is missing
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """Engine, its version and the model name."""
+        return {
+            "engine": "vllm",
+            "engine_version": _vllm().__version__,
+            "name": self.model_name,
+            **{k: v for k, v in self.engine_args.items() if isinstance(v, int | float | str)},
+        }
+
+    def load(self) -> VLLMEngineModel:
+        """Create the engine now (it takes minutes for a large model); returns self."""
+        with self._lock:
+            if self._llm is None:
+                self._llm = _vllm().LLM(model=self.model_name, **self.engine_args)
+        return self
+
+    def _params(self, request: ChatRequest, params: SamplingParams) -> Any:
+        vllm = _vllm()
+        extra: dict[str, Any] = {}
+        if request.constraint is not None and request.constraint.integer_range is not None:
+            regex = integer_range_regex(*request.constraint.integer_range)
+            from vllm.sampling_params import StructuredOutputsParams
+
+            extra["structured_outputs"] = StructuredOutputsParams(regex=regex)
+        return vllm.SamplingParams(
+            temperature=params.temperature,
+            top_p=params.top_p,
+            max_tokens=params.max_tokens,
+            seed=request.seed,
+            **extra,
+        )
+
+    async def generate(
+        self, requests: Sequence[ChatRequest], params: SamplingParams
+    ) -> list[ChatResult]:
+        """The whole batch in one `LLM.chat` call on a worker thread; results in input order."""
+        return await asyncio.to_thread(self._generate, list(requests), params)
+
+    def _generate(self, requests: list[ChatRequest], params: SamplingParams) -> list[ChatResult]:
+        self.load()
+        start = time.perf_counter()
+        try:
+            outputs = self._llm.chat(
+                [list(r.messages) for r in requests],
+                [self._params(r, params) for r in requests],
+                use_tqdm=False,
+            )
+        except (RuntimeError, ValueError) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            return [ChatResult(None, error=error, error_kind="model_error") for _ in requests]
+        seconds = time.perf_counter() - start
+        return [
+            ChatResult(
+                out.outputs[0].text,
+                prompt_tokens=len(out.prompt_token_ids or []),
+                completion_tokens=len(out.outputs[0].token_ids),
+                latency_s=seconds,
+            )
+            for out in outputs
+        ]
