@@ -49,3 +49,13 @@ def test_embedded_bench_prints_rates_and_the_baseline() -> None:
     assert "agents/s" in report and "tokens/s" in report
     assert re.search(r"^\s+1\s+\d+\.\d+\s+\d+\.\d+", report, re.MULTILINE)
     assert "baseline (no prefix reuse, 2 agents of round 1)" in report
+
+
+@pytest.mark.slow
+def test_served_bench_compares_the_workbench_with_the_openai_client(llm_server: str) -> None:
+    from workbench.bench.served import served_bench
+
+    report = served_bench(n=6, url=llm_server, concurrency=2, repeats=1)
+    assert "(6/6 valid answers)" in report
+    ratio = float(re.search(r"ratio workbench / direct\s+([\d.]+)", report).group(1))
+    assert ratio > 0

@@ -151,6 +151,68 @@ def personas_sample(
         typer.echo(f"wrote {len(personas)} personas to {out}")
 
 
+@personas_app.command("generate")
+def personas_generate(
+    spec: Annotated[Path, typer.Argument(help="population spec YAML")],
+    n: Annotated[int, typer.Option("-n", "--n", help="number of agents")] = 10,
+    seed: Annotated[int, typer.Option(help="sampling and generation seed")] = 0,
+    out: Annotated[
+        Path | None, typer.Option(help="persona set .parquet (default personas/<spec name>.parquet)")
+    ] = None,
+    model: Annotated[
+        str, typer.Option(help="'embedded' or an OpenAI-compatible URL, e.g. http://host:8000/v1")
+    ] = "embedded",
+    model_name: Annotated[str | None, typer.Option(help="model name the server serves")] = None,
+    cache: Annotated[Path | None, typer.Option(help="SQLite response cache file")] = None,
+    max_attempts: Annotated[int, typer.Option(help="tries per agent before the template")] = 3,
+) -> None:
+    """Sample N agents from SPEC and let a language model write each one's persona."""
+    import asyncio
+
+    from workbench.config import ModelSpec, load_population_spec
+    from workbench.errors import ConfigError
+    from workbench.llm import make_model, sampling_params
+    from workbench.population import sample_population
+    from workbench.population.generate import generate_personas, save_persona_set
+
+    population = load_population_spec(spec)
+    out = out if out is not None else Path("personas") / f"{population.name}.parquet"
+    if out.suffix != ".parquet":
+        raise ConfigError(f"--out: use a .parquet file name, got {out.name!r}")
+    common = {
+        "max_tokens": 160,
+        "temperature": 0.8,
+        "constrained": False,
+        "cache": str(cache) if cache is not None else None,
+    }
+    if model == "embedded":
+        model_spec = ModelSpec(kind="embedded", **common)
+    elif model.startswith(("http://", "https://")):
+        if not model_name:
+            raise ConfigError("--model-name: name the model the server at --model serves")
+        model_spec = ModelSpec(kind="openai", base_urls=[model], name=model_name, **common)
+    else:
+        raise ConfigError(f"--model: use 'embedded' or an http(s):// URL, got {model!r}")
+    chat_model = make_model(model_spec)
+    personas = sample_population(population, n, seed)
+    frame = asyncio.run(
+        generate_personas(
+            personas,
+            population,
+            chat_model,
+            seed=seed,
+            params=sampling_params(model_spec),
+            max_attempts=max_attempts,
+        )
+    )
+    save_persona_set(frame, population, chat_model.identity, out)
+    llm = int((frame["persona_source"] == "llm").sum())
+    typer.echo(f"personas: {llm} from the model, {len(frame) - llm} from the template")
+    for _, row in frame.head(3).iterrows():
+        typer.echo(f"- [{row['persona_source']}] {row['persona']}")
+    typer.echo(f"wrote {len(frame)} personas to {out}")
+
+
 @bench_app.command("embedded")
 def bench_embedded(
     n: Annotated[int, typer.Option("-n", help="agents in the round")] = 100,
@@ -178,6 +240,22 @@ def serve_model_command(
 
     typer.echo(f"serving {name} at http://{host}:{port}/v1", err=True)
     serve_model(host=host, port=port, path=path, name=name, n_threads=n_threads)
+
+
+@bench_app.command("served")
+def bench_served(
+    n: Annotated[int, typer.Option("-n", help="agents in the round")] = 100,
+    url: Annotated[
+        str | None, typer.Option(help="an OpenAI-compatible /v1 URL; else serve-model starts")
+    ] = None,
+    name: Annotated[str, typer.Option(help="served model name")] = "smollm2-135m",
+    concurrency: Annotated[int, typer.Option(help="requests in flight")] = 4,
+    repeats: Annotated[int, typer.Option(help="alternating repeats; the best of each counts")] = 2,
+) -> None:
+    """Workbench overhead over a model server vs the openai client sending the same requests."""
+    from workbench.bench.served import served_bench
+
+    typer.echo(served_bench(n, url, name, concurrency, repeats=repeats))
 
 
 @bench_app.command("dummy")
