@@ -157,7 +157,8 @@ def personas_generate(
     n: Annotated[int, typer.Option("-n", "--n", help="number of agents")] = 10,
     seed: Annotated[int, typer.Option(help="sampling and generation seed")] = 0,
     out: Annotated[
-        Path | None, typer.Option(help="persona set .parquet (default personas/<spec name>.parquet)")
+        Path | None,
+        typer.Option(help="persona set .parquet (default personas/<spec name>.parquet)"),
     ] = None,
     model: Annotated[
         str, typer.Option(help="'embedded' or an OpenAI-compatible URL, e.g. http://host:8000/v1")

@@ -40,11 +40,11 @@ class OutputConstraint:
     integer_range: tuple[int, int] | None = None
     regex: str | None = None
     json_schema: dict[str, Any] | None = None
+    grammar: str | None = None  # GBNF (llama.cpp), e.g. to force begin/end tags
 
     def __post_init__(self) -> None:
-        given = [
-            n for n in ("integer_range", "regex", "json_schema") if getattr(self, n) is not None
-        ]
+        names = ("integer_range", "regex", "json_schema", "grammar")
+        given = [n for n in names if getattr(self, n) is not None]
         if len(given) > 1:
             raise ValueError(f"OutputConstraint takes one constraint, got {', '.join(given)}.")
         if self.integer_range is not None:

@@ -89,10 +89,11 @@ atexit.register(_load.cache_clear)
 
 
 @lru_cache(maxsize=64)
-def _grammar(low: int, high: int) -> Any:
+def _grammar_text(gbnf: str) -> Any:
+    """A compiled llama.cpp grammar, once per distinct grammar text."""
     from llama_cpp import LlamaGrammar
 
-    return LlamaGrammar.from_string(integer_range_grammar(low, high), verbose=False)
+    return LlamaGrammar.from_string(gbnf, verbose=False)
 
 
 class LlamaCppModel:
@@ -193,7 +194,9 @@ class LlamaCppModel:
         if constraint is None:
             return None
         if constraint.integer_range is not None:
-            return _grammar(*constraint.integer_range)
+            return _grammar_text(integer_range_grammar(*constraint.integer_range))
+        if constraint.grammar is not None:
+            return _grammar_text(constraint.grammar)
         if constraint.regex is not None or constraint.json_schema is not None:
             raise ModelError("the embedded model supports integer_range constraints only")
         return None

@@ -179,7 +179,7 @@ class OpenAICompatModel:
             regex = integer_range_regex(low, high)
             schema = {"type": "integer", "minimum": low, "maximum": high}
         else:
-            grammar, regex, schema = None, constraint.regex, constraint.json_schema
+            grammar, regex, schema = constraint.grammar, constraint.regex, constraint.json_schema
         if self.structured_output == "grammar" and grammar is not None:
             return {"grammar": grammar}
         if self.structured_output == "structured_outputs" and regex is not None:

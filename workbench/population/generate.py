@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from workbench.config import PopulationSpec
 from workbench.errors import ConfigError
-from workbench.llm.base import ChatModel, ChatRequest, SamplingParams
+from workbench.llm.base import ChatModel, ChatRequest, OutputConstraint, SamplingParams
 
 __all__ = [
     "BEGIN_TAG",
@@ -46,7 +46,7 @@ END_TAG = "</persona>"
 MIN_CHARS = 20
 MAX_CHARS = 1200
 METADATA_KEY = b"workbench"
-DEFAULT_PARAMS = SamplingParams(temperature=0.8, top_p=0.95, max_tokens=160)
+DEFAULT_PARAMS = SamplingParams(temperature=0.8, top_p=0.95, max_tokens=200)
 
 _SYSTEM = (
     "You write short, realistic character profiles of individual people for a social "
@@ -100,6 +100,10 @@ def persona_seed(seed: int, agent_id: int, attempt: int) -> int:
     return int(state[0]) & 0x7FFFFFFF
 
 
+TAGGED = OutputConstraint(grammar='root ::= "<persona>" [^<]{20,500} "</persona>"\n')
+"""A GBNF grammar that makes the answer one persona between the begin and end tags."""
+
+
 async def generate_personas(
     personas: pd.DataFrame,
     spec: PopulationSpec,
@@ -108,9 +112,13 @@ async def generate_personas(
     seed: int = 0,
     params: SamplingParams | None = None,
     max_attempts: int = 3,
+    constrained: bool = True,
 ) -> pd.DataFrame:
     """A copy of `personas` with columns persona, persona_source ("llm"/"template") and
-    persona_attempts, one LLM request per agent, one batched `generate` call per attempt."""
+    persona_attempts, one LLM request per agent, one batched `generate` call per attempt.
+
+    `constrained` asks the model for the tags by a grammar where it supports one (llama.cpp):
+    small models otherwise rarely write them."""
     if max_attempts < 1:
         raise ConfigError(f"max_attempts must be >= 1, got {max_attempts}")
     if seed < 0:
@@ -143,6 +151,7 @@ async def generate_personas(
                 messages=messages[i],
                 seed=persona_seed(seed, int(agent_ids[i]), attempt),
                 agent_id=int(agent_ids[i]),
+                constraint=TAGGED if constrained else None,
             )
             for i in pending
         ]
@@ -169,8 +178,8 @@ async def generate_personas(
         fallback = persona_texts(spec, personas).astype(str).to_numpy()
         for i in pending:
             texts[i] = fallback[i]
-    out["persona"] = pd.Series(texts, index=personas.index, dtype=object)
-    out["persona_source"] = pd.Series(source, index=personas.index, dtype=object)
+    out["persona"] = pd.Series(texts, index=personas.index)
+    out["persona_source"] = pd.Series(list(source), index=personas.index)
     out["persona_attempts"] = pd.Series(attempts, index=personas.index, dtype=np.int64)
     return out
 
@@ -191,7 +200,9 @@ def save_persona_set(
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     if "persona_source" in frame.columns:
-        meta["sources"] = {str(k): int(v) for k, v in frame["persona_source"].value_counts().items()}
+        meta["sources"] = {
+            str(k): int(v) for k, v in frame["persona_source"].value_counts().items()
+        }
     table = pa.Table.from_pandas(frame, preserve_index=False)
     schema_meta = dict(table.schema.metadata or {})
     schema_meta[METADATA_KEY] = json.dumps(meta, default=str).encode("utf-8")
@@ -217,7 +228,9 @@ def load_persona_set(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as exc:
-        raise ConfigError(f"persona set {str(path)!r} is not a readable Parquet file: {exc}") from None
+        raise ConfigError(
+            f"persona set {str(path)!r} is not a readable Parquet file: {exc}"
+        ) from None
     raw = (table.schema.metadata or {}).get(METADATA_KEY)
     if raw is None:
         raise ConfigError(
