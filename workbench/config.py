@@ -343,6 +343,11 @@ class LLMPolicySpec(StrictModel):
     """Agents ask a language model (the `model` section) for their guess."""
 
     kind: Literal["llm"] = "llm"
+    extract_number: bool = Field(
+        False,
+        description="the paper's second call: when an answer holds no number (free-form "
+        "reasoning), ask the model to extract the chosen number, constrained to the range",
+    )
 
 
 class RandomPolicySpec(StrictModel):

@@ -18,4 +18,9 @@ def make_policy(config: RunConfig, model: ChatModel | None = None) -> Policy:
     load = getattr(model, "load", None)
     if callable(load):
         load()
-    return LLMPolicy(model, sampling_params(config.model), constrained=config.model.constrained)
+    return LLMPolicy(
+        model,
+        sampling_params(config.model),
+        constrained=config.model.constrained,
+        extract_number=spec.extract_number,
+    )

@@ -136,11 +136,17 @@ class LLMPolicy:
     """Agents ask a chat model: prompts built as a batch, one batched call, answers parsed."""
 
     def __init__(
-        self, model: ChatModel, params: SamplingParams | None = None, *, constrained: bool = True
+        self,
+        model: ChatModel,
+        params: SamplingParams | None = None,
+        *,
+        constrained: bool = True,
+        extract_number: bool = False,
     ) -> None:
         self.model = model
         self.params = params or SamplingParams()
         self.constrained = constrained
+        self.extract_number = extract_number
 
     def requests(self, shard: AgentShard, ctx: RoundContext) -> list[ChatRequest]:
         """Each agent's chat: the shared rules and round question, then its persona and memory."""
@@ -180,20 +186,61 @@ class LLMPolicy:
 
     async def act(self, shard: AgentShard, ctx: RoundContext) -> pa.Table:
         """One batched model call for the shard, then every answer parsed with a status."""
-        results = await self.model.generate(self.requests(shard, ctx), self.params)
+        requests = self.requests(shard, ctx)
+        results = await self.model.generate(requests, self.params)
         texts = [r.text for r in results]
         errors = [r.error_kind for r in results]
         guesses, statuses = parse_answers(
             texts, errors, ctx.game.low, ctx.game.high, prefer=answer_prefer(ctx.game)
         )
         raw = [r.text if r.error is None else r.error for r in results]
+        latency = np.array([r.latency_s for r in results])
+        prompt_tokens = np.array([r.prompt_tokens for r in results])
+        completion_tokens = np.array([r.completion_tokens for r in results])
+        missing = np.flatnonzero(statuses == Status.NO_NUMBER)
+        if self.extract_number and len(missing):
+            extracted = await self.model.generate(
+                [self._extraction(requests[i], texts[i] or "", ctx) for i in missing],
+                self.params,
+            )
+            again, again_status = parse_answers(
+                [r.text for r in extracted],
+                [r.error_kind for r in extracted],
+                ctx.game.low,
+                ctx.game.high,
+            )
+            for j, i in enumerate(missing):  # the second call's cost is the agent's too
+                latency[i] += extracted[j].latency_s
+                prompt_tokens[i] += extracted[j].prompt_tokens
+                completion_tokens[i] += extracted[j].completion_tokens
+                if again_status[j] == Status.OK:
+                    guesses[i], statuses[i] = again[j], again_status[j]
+                    raw[i] = f"{raw[i]}\n[extracted: {extracted[j].text}]"
         return decisions_table(
             shard.agent_ids,
             ctx.round,
             guesses,
             statuses,
             raw=raw,
-            latency_s=np.array([r.latency_s for r in results]),
-            prompt_tokens=np.array([r.prompt_tokens for r in results]),
-            completion_tokens=np.array([r.completion_tokens for r in results]),
+            latency_s=latency,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
+
+    def _extraction(self, request: ChatRequest, answer: str, ctx: RoundContext) -> ChatRequest:
+        """The paper's second call: which number did this free-form answer choose?"""
+        game = ctx.game
+        question = (
+            "Here is a player's answer in a number-choosing game. Which number between "
+            f"{game.low:g} and {game.high:g} did the player finally choose? Reply with that "
+            f"number only.\n\nAnswer:\n{answer}"
+        )
+        low, high = int(np.ceil(game.low)), int(np.floor(game.high))
+        return ChatRequest(
+            ({"role": "user", "content": question},),
+            seed=request.seed + 1,
+            constraint=OutputConstraint(integer_range=(low, high)),
+            agent_id=request.agent_id,
+            round=request.round,
+            model=request.model,
         )
