@@ -14,12 +14,11 @@ from pathlib import Path
 
 from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import RoundContext, split_into_shards
+from workbench.bench import DEFAULT_SPEC
 from workbench.config import ModelSpec, RunConfig, load_population_spec
 from workbench.llm import sampling_params
 from workbench.llm.llamacpp import LlamaCppModel
 from workbench.runtime import Simulation
-
-DEFAULT_SPEC = Path(__file__).resolve().parents[2] / "personas" / "paper-education.yaml"
 
 
 def embedded_round_bench(

@@ -16,19 +16,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 
 from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import RoundContext, split_into_shards
+from workbench.bench import DEFAULT_SPEC
 from workbench.config import RunConfig, load_population_spec
 from workbench.errors import ModelError
 from workbench.llm import make_model, sampling_params
 from workbench.llm.base import ChatRequest, SamplingParams
 from workbench.runtime import Simulation
-
-DEFAULT_SPEC = Path(__file__).resolve().parents[2] / "personas" / "paper-education.yaml"
 
 
 @contextlib.contextmanager
