@@ -269,3 +269,21 @@ def test_an_unreachable_address_fails_fast_in_a_fresh_process(make_config, tmp_p
     assert "backend.address: cannot reach a Ray cluster at '127.0.0.1:1'" in result.stdout
     assert time.perf_counter() - start < 60  # imports included; ray.init alone would hang
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_shard_actors_share_an_openai_compatible_server(
+    ray_cluster, llm_server, make_config, tmp_path
+):
+    """Every shard actor reaches the same real server; every answer is a valid number."""
+    model = {"kind": "openai", "base_urls": [llm_server], "name": "smollm2-135m", "max_tokens": 4}
+    config = make_config(policy={"kind": "llm"}, n_agents=8, rounds=2, model=model)
+    distributed = Simulation(on_ray(config, ray_cluster, shards_per_node=1)).run(
+        out_dir=tmp_path / "ray", progress=False
+    )
+    assert distributed.manifest["backend"]["shards"] == 2
+    assert distributed.manifest["model"]["engine"] == "openai-compatible"
+    responses = distributed.responses()
+    assert len(responses) == 16 and (responses["status"] == "ok").all()
+    assert (responses["prompt_tokens"] > 0).all()  # answered by the server, in both actors
+    assert verify_bundle(distributed.path).ok
