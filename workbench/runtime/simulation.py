@@ -255,6 +255,7 @@ class Simulation:
         targets = list(self._resume.targets) if self._resume is not None else []
         note = population_note(self.population) if cfg.game.prompt.population_note else None
         shards = await self._shards()
+        group_codes = self._group_codes()  # once per run, not per round
         writer = self._writer(out_dir, run_id)
         self._task = (asyncio.get_running_loop(), asyncio.current_task())  # type: ignore[assignment]
         bar = _progress(cfg.game.rounds, writer.run_id, progress, initial=len(targets))
@@ -282,7 +283,7 @@ class Simulation:
                         for shard_index, table in enumerate(tables)
                     )
                     reduced, *_ = await asyncio.gather(
-                        asyncio.to_thread(_stats, tables, cfg, self._group_codes()), *writes
+                        asyncio.to_thread(_stats, tables, cfg, group_codes), *writes
                     )
                     stats, groups = reduced
                     seconds = time.perf_counter() - start
