@@ -23,7 +23,13 @@ from workbench.game import (
     rules_text,
     user_message,
 )
-from workbench.llm.base import ChatModel, ChatRequest, OutputConstraint, SamplingParams
+from workbench.llm.base import (
+    ChatModel,
+    ChatRequest,
+    OutputConstraint,
+    SamplingParams,
+    with_extraction,
+)
 
 # stream numbers: one per independent use of randomness
 _GUESS, _DEPTH, _NOISE = 1, 2, 3
@@ -215,7 +221,7 @@ class LLMPolicy:
                 completion_tokens[i] += extracted[j].completion_tokens
                 if again_status[j] == Status.OK:
                     guesses[i], statuses[i] = again[j], again_status[j]
-                    raw[i] = f"{raw[i]}\n[extracted: {extracted[j].text}]"
+                    raw[i] = with_extraction(raw[i], extracted[j].text)
         return decisions_table(
             shard.agent_ids,
             ctx.round,
@@ -243,4 +249,5 @@ class LLMPolicy:
             agent_id=request.agent_id,
             round=request.round,
             model=request.model,
+            step="extract",
         )

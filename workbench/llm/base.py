@@ -14,6 +14,24 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 Message = dict[str, str]
 ErrorKind = Literal["model_error", "timeout"]
+Step = Literal["answer", "extract"]
+"""Which step of an agent's decision a request is: its answer, or the paper's extraction call."""
+
+EXTRACTED_MARKER = "\n[extracted: "
+"""Joins an answer without a number and the extraction call's answer in a stored raw."""
+
+
+def with_extraction(answer: str | None, extracted: str | None) -> str:
+    """The stored raw of an answer whose number came from the extraction call."""
+    return f"{answer}{EXTRACTED_MARKER}{extracted}]"
+
+
+def split_extraction(raw: str) -> tuple[str, str | None]:
+    """(answer, extracted text) of a `with_extraction` raw; (raw, None) for any other raw."""
+    answer, marker, rest = raw.rpartition(EXTRACTED_MARKER)
+    if not marker or not rest.endswith("]"):
+        return raw, None
+    return answer, rest[:-1]
 
 
 @dataclass(frozen=True)
@@ -63,6 +81,7 @@ class ChatRequest:
     agent_id: int | None = None  # who asks, in which round: for replay, never sent to a model
     round: int | None = None
     model: str | None = None  # which named model of a mixed population answers
+    step: Step = "answer"  # the answer or its extraction call: for replay, never sent to a model
 
 
 @dataclass

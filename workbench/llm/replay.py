@@ -2,6 +2,12 @@
 
 Rerunning a bundle's config with `model: {kind: replay, bundle: <path>}` reproduces its
 responses exactly (failures included), for re-analysis or to check a pipeline change.
+
+A run with the paper's extraction call (`policy.extract_number`) stored one raw per agent and
+round for two calls: `with_extraction(answer, extracted)` when the extraction parsed, the bare
+answer when it did not, with both calls' tokens summed. Replay splits it again by the request's
+`step`: the answer step gets the answer and all the stored tokens, the extract step the
+extracted text and none, so the policy rebuilds the same raw, status, guess and token counts.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from workbench.errors import ModelError
-from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
+from workbench.llm.base import ChatRequest, ChatResult, SamplingParams, split_extraction
 
 FAILED = {"model_error": "model_error", "timeout": "timeout"}
 
@@ -73,9 +79,21 @@ class ReplayModel:
                     )
                 )
                 continue
-            raw, status, prompt_tokens, completion_tokens = stored
-            if status in FAILED:
-                results.append(ChatResult(None, error=raw, error_kind=FAILED[status]))
-            else:
-                results.append(ChatResult(raw, prompt_tokens, completion_tokens))
+            results.append(_replay(request, *stored))
         return results
+
+
+def _replay(
+    request: ChatRequest, raw: Any, status: str, prompt_tokens: int, completion_tokens: int
+) -> ChatResult:
+    """The result that makes `request`'s step of the stored decision come out as it did."""
+    if status in FAILED:
+        return ChatResult(None, error=raw, error_kind=FAILED[status])
+    answer, extracted = (raw, None) if status != "ok" or raw is None else split_extraction(raw)
+    if request.step == "answer":
+        return ChatResult(answer, prompt_tokens, completion_tokens)
+    if extracted is not None:  # the extraction parsed: its text, its tokens already counted
+        return ChatResult(extracted, 0, 0)
+    # the extraction did not parse (or was never stored): an answer without a number keeps
+    # the stored raw and its no_number status
+    return ChatResult("", 0, 0, extra={"replay": "stored extraction did not parse"})
