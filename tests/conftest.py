@@ -99,8 +99,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def ray_cluster():
     """A two-node Ray cluster on this machine (loopback only), started once for the session.
 
-    Both nodes have one CPU; the driver joins through `workbench.runtime.ray_backend.connect`,
-    so later runs reuse that connection. Ray swaps a loopback address for the machine's network
+    Both nodes have one CPU. The head declares two GPUs and the other node one: Ray hands them
+    out by CUDA_VISIBLE_DEVICES (nothing here uses CUDA), so one-model-actor-per-GPU placement
+    is tested for real. The driver joins through `workbench.runtime.ray_backend.connect`, so
+    later runs reuse that connection. Ray swaps a loopback address for the machine's network
     address unless told it runs a single-machine cluster (`LOOPBACK_SWITCH`).
     """
     from workbench.runtime.ray_backend import LOOPBACK_SWITCH, connect
@@ -115,14 +117,15 @@ def ray_cluster():
 
         patch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)  # when ray was imported earlier
         node = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
-        cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+        head = {**node, "num_gpus": 2, "include_dashboard": False}
+        cluster = Cluster(initialize_head=True, head_node_args=head)
         try:
             # Cluster records its address for a bare `ray.init()`; other processes on this
             # machine must not join the test cluster by accident
             address_file = Path(get_ray_address_file(None))
             if address_file.is_file() and address_file.read_text().strip() == cluster.address:
                 address_file.unlink()
-            cluster.add_node(**node)
+            cluster.add_node(**node, num_gpus=1)
             nodes = connect(cluster.address)
             assert len(nodes) == 2, nodes
             yield cluster

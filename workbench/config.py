@@ -510,7 +510,17 @@ class BackendSpec(StrictModel):
     address: str | None = Field(
         None, description="Ray cluster: 'auto', 'host:port', or empty for a local cluster"
     )
-    max_restarts: int = Field(3, ge=0, le=100, description="respawns of a dead shard per round")
+    max_restarts: int = Field(
+        3, ge=0, le=100, description="respawns of a dead shard (or model actor) per round"
+    )
+    model_placement: Literal["auto", "shard", "node", "gpu", "cluster"] = Field(
+        "auto",
+        description="where LLM agents' models live on Ray: in every shard actor, one model "
+        "actor per node, one per GPU (each shard asks one on its node), or one for the "
+        "cluster; auto: gpu for vllm, cluster for openai (max_concurrency then holds "
+        "cluster-wide) and for a model object given to Simulation, node for replay, shard "
+        "for embedded",
+    )
 
     @model_validator(mode="after")
     def _one_size(self) -> BackendSpec:
@@ -518,6 +528,8 @@ class BackendSpec(StrictModel):
             raise ValueError("give agents_per_shard (or agents_per_actor) or shards_per_node")
         if self.kind == "local" and self.address is not None:
             raise ValueError("address is for kind: ray; remove it or set kind: ray")
+        if self.kind == "local" and self.model_placement != "auto":
+            raise ValueError("model_placement is for kind: ray; remove it or set kind: ray")
         return self
 
     def shard_size(self, n_agents: int, n_nodes: int = 1) -> int:

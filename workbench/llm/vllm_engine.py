@@ -39,6 +39,7 @@ class VLLMEngineModel:
         self.engine_args = engine_args
         self._llm: Any = None
         self._lock = threading.Lock()
+        self._busy = threading.Lock()  # vllm.LLM is not thread-safe: one batch at a time
         _vllm()  # fail at construction, before any run starts, when the extra is missing
 
     @property
@@ -84,11 +85,12 @@ class VLLMEngineModel:
         self.load()
         start = time.perf_counter()
         try:
-            outputs = self._llm.chat(
-                [list(r.messages) for r in requests],
-                [self._params(r, params) for r in requests],
-                use_tqdm=False,
-            )
+            with self._busy:  # shards sharing one engine actor take turns
+                outputs = self._llm.chat(
+                    [list(r.messages) for r in requests],
+                    [self._params(r, params) for r in requests],
+                    use_tqdm=False,
+                )
         except (RuntimeError, ValueError) as exc:
             error = f"{type(exc).__name__}: {exc}"
             return [ChatResult(None, error=error, error_kind="model_error") for _ in requests]

@@ -37,6 +37,9 @@ class LocalBackend:
         """One node: this process."""
         return 1
 
+    async def prepare(self) -> None:
+        """Nothing to start before the run: the policy and its model live in this process."""
+
     async def start(self, shards: Sequence[AgentShard], policy: Policy | None) -> None:
         """Take ownership of the shards and the policy that drives them."""
         if policy is None:

@@ -1,10 +1,13 @@
 """RayBackend: one async Ray actor per shard, each hosting many agents as columns.
 
-Actors are placed round-robin over every alive node of the cluster, build their own policy (an
-embedded model is loaded once per actor process) and return each round's decisions as an Arrow
-table through the object store. The driver keeps every shard's memory too, so an actor that dies
-mid-round is recreated with it and the round replayed: deterministic streams make the replay
-give the very answers the dead actor would have given, and no agent answers twice.
+Actors are placed round-robin over every alive node of the cluster, build their own policy and
+return each round's decisions as an Arrow table through the object store. An LLM policy's model
+lives where `backend.model_placement` says: in every shard actor, or in model actors (one per
+node, per GPU or per cluster, see `engines`) that the shards on a node share.
+
+The driver keeps every shard's memory too, so an actor that dies mid-round is recreated with it
+and the round replayed: deterministic streams make the replay give the very answers the dead
+actor would have given, and no agent answers twice.
 """
 
 from __future__ import annotations
@@ -21,8 +24,18 @@ import pyarrow as pa
 from workbench.agents.factory import make_policy
 from workbench.agents.policies import Policy
 from workbench.agents.shard import AgentShard, RoundContext
-from workbench.config import RunConfig
-from workbench.errors import ConfigError
+from workbench.config import LLMPolicySpec, RunConfig
+from workbench.errors import ConfigError, ModelError
+from workbench.llm import ChatModel
+from workbench.runtime.engines import (
+    EngineSlot,
+    ModelActor,
+    Placement,
+    RemoteModel,
+    engine_for,
+    plan_engines,
+    resolve_placement,
+)
 from workbench.runtime.local import play_shard
 
 LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -137,19 +150,27 @@ def _alive_nodes() -> list[str]:
 class ShardActor:
     """Hosts one shard and its policy inside a Ray actor process."""
 
-    def __init__(self, shard: AgentShard, config: RunConfig) -> None:
+    def __init__(
+        self, shard: AgentShard, config: RunConfig, model: ChatModel | None = None
+    ) -> None:
         shard.guesses = shard.guesses.copy()  # arrays from the object store are read-only
         self.shard = shard
-        self.policy: Policy = make_policy(config)
+        self.policy: Policy = make_policy(config, model)
 
     async def play(self, ctx: RoundContext) -> pa.Table:
         """Decide the shard's agents for one round."""
         return await play_shard(self.shard, self.policy, ctx)
 
     def where(self) -> dict[str, Any]:
-        """The node and process this shard lives in (for the monitor and tests)."""
+        """The node and process this shard lives in, and what answers its agents."""
         ray = _ray()
-        return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+        model = getattr(self.policy, "model", None)
+        return {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "pid": os.getpid(),
+            "model": None if model is None else type(model).__name__,
+            "engine": getattr(model, "engine", None),
+        }
 
 
 class RayBackend:
@@ -157,23 +178,93 @@ class RayBackend:
 
     name = "ray"
 
-    def __init__(self, config: RunConfig, *, max_restarts: int = 3) -> None:
+    def __init__(
+        self, config: RunConfig, *, max_restarts: int = 3, model: ChatModel | None = None
+    ) -> None:
         self.config = config
         self.address = config.backend.address
         self.max_restarts = max_restarts
+        self.model = model  # a model object given to Simulation: copied into the model actors
         self.shards: list[AgentShard] = []
         self.actors: list[Any] = []
         self.nodes: list[str] = []
+        self.resources: dict[str, dict[str, float]] = {}
+        self.placement_kind: Placement | None = None
+        self.slots: list[EngineSlot] = []
+        self.engines: list[Any] = []
+        self.engine_identity: dict[str, Any] = {}
+        self.model_ref: Any = None  # the given model in Ray's object store
         self.restarts = 0
 
     async def node_count(self) -> int:
         """Alive nodes of the cluster (connecting to it, once per process)."""
-        self.nodes = sorted(connect(self.address))
+        self.resources = connect(self.address)
+        self.nodes = sorted(self.resources)
         return len(self.nodes)
+
+    async def prepare(self) -> None:
+        """Start the model actors the placement asks for and wait until their models load.
+
+        Runs before the bundle is written: no GPU for `gpu`, a model object Ray cannot send,
+        or a model that fails to load is an error before any agent plays.
+        """
+        if not self.nodes:
+            await self.node_count()
+        if not isinstance(self.config.policy, LLMPolicySpec):
+            return
+        self.placement_kind = resolve_placement(self.config, self.model is not None)
+        if self.placement_kind == "shard":
+            if self.model is not None:
+                self.model_ref = self._shippable(self.model)
+            return
+        ray = _ray()
+        driver = ray.get_runtime_context().get_node_id()
+        self.slots = plan_engines(self.placement_kind, self.resources, driver)
+        # the given model goes to the store once; the backend holds the reference so that a
+        # model actor Ray restarts can still read its constructor's argument
+        self.model_ref = self._shippable(self.model) if self.model is not None else None
+        source = self.model_ref if self.model_ref is not None else self.config
+        self.engines = [self._spawn_engine(slot, source) for slot in self.slots]
+        from ray.exceptions import RayActorError
+
+        try:
+            await asyncio.gather(*(engine.where.remote() for engine in self.engines))
+            self.engine_identity = await self.engines[0].identity.remote()
+        except RayActorError as exc:
+            await self.close()
+            raise ModelError(f"a model actor failed to start: {_cause(exc)}") from None
+
+    def _shippable(self, model: ChatModel) -> Any:
+        """The given model in Ray's object store; ConfigError when it cannot be sent."""
+        ray = _ray()
+        try:
+            return ray.put(model)
+        except Exception as exc:  # Ray raises TypeError or its own serialization errors
+            raise ConfigError(
+                f"Simulation(model=...): {type(model).__name__} cannot be sent to Ray actors "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0]}); describe the model in "
+                "config.model instead, or run it on the local backend"
+            ) from None
+
+    def _spawn_engine(self, slot: EngineSlot, source: Any) -> Any:
+        ray = _ray()
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        remote = ray.remote(ModelActor).options(
+            num_cpus=0,
+            num_gpus=slot.gpus,
+            max_concurrency=1000,
+            # a model actor whose process dies is restarted and the calls in flight retried
+            max_restarts=self.max_restarts,
+            max_task_retries=self.max_restarts,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(slot.node, soft=False),
+        )
+        return remote.remote(source)
 
     async def start(self, shards: Sequence[AgentShard], policy: Policy | None = None) -> None:
         """Create one actor per shard, round-robin over alive nodes (policies built inside)."""
-        self.nodes = self.nodes or sorted(connect(self.address))
+        if not self.nodes:
+            await self.node_count()
         self.shards = list(shards)
         self.actors = [self._spawn(i) for i in range(len(self.shards))]
         await asyncio.gather(*(actor.where.remote() for actor in self.actors))
@@ -190,7 +281,14 @@ class RayBackend:
             # the others are slow to start workers; a node that died is dropped on respawn
             scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
         )
-        return remote.remote(self.shards[index], self.config)
+        return remote.remote(self.shards[index], self.config, self._model_of(node, index))
+
+    def _model_of(self, node: str, index: int) -> Any:
+        """What shard `index` on `node` asks: a model actor, the given model, or its own."""
+        if not self.engines:
+            return self.model_ref  # None: the shard actor builds the config's model itself
+        engine = engine_for(node, index, self.slots, set(self.nodes))
+        return RemoteModel(self.engines[engine], self.engine_identity, engine)
 
     async def play_round(self, ctx: RoundContext) -> list[pa.Table]:
         """Every shard's decisions; a shard whose actor died is respawned and replayed."""
@@ -222,19 +320,36 @@ class RayBackend:
             for i, (s, p) in enumerate(zip(self.shards, places, strict=True))
         ]
 
+    async def engine_placement(self) -> list[dict[str, Any]]:
+        """Where each model actor runs: engine index, node id, pid, GPUs."""
+        places = await asyncio.gather(*(e.where.remote() for e in self.engines))
+        return [{"engine": i, **p} for i, p in enumerate(places)]
+
     def describe(self) -> dict[str, object]:
         """What ran where, for the bundle manifest."""
-        return {
+        described: dict[str, object] = {
             "kind": self.name,
             "shards": len(self.shards),
             "nodes": len(self.nodes),
             "address": self.address or "local",
             "restarts": self.restarts,
         }
+        if self.placement_kind is not None:
+            described["model_placement"] = self.placement_kind
+            described["model_actors"] = len(self.engines)
+        return described
 
     async def close(self) -> None:
         """Kill this run's actors (the Ray connection stays for the next run)."""
         ray = _ray()
-        for actor in self.actors:
+        for actor in [*self.actors, *self.engines]:
             ray.kill(actor)
-        self.actors = []
+        self.actors, self.engines, self.model_ref = [], [], None
+
+
+def _cause(exc: BaseException) -> str:
+    """The first line of why an actor died (Ray wraps the constructor's error)."""
+    text = str(exc)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "Error" in ln and not ln.startswith(("File", "Traceback"))]
+    return (errors[-1] if errors else lines[0]) if lines else type(exc).__name__

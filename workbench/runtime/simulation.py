@@ -72,7 +72,8 @@ class Simulation:
         self.config = resolve_population(config)
         self._personas = personas
         self._model = model
-        self.backend = backend or make_backend(self.config)
+        self._given_model = model  # what the caller handed in (sent to Ray's model actors)
+        self.backend = backend or make_backend(self.config, model)
         self._resume: _Resume | None = None
         self._cancel_requested = False
         self._task: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
@@ -117,7 +118,7 @@ class Simulation:
         }
         backend = validate(BackendSpec, spec, "backend")  # ConfigError naming the bad argument
         config = self.config.model_copy(update={"backend": backend})
-        return Simulation(config, personas=self._personas, model=self._model)
+        return Simulation(config, personas=self._personas, model=self._given_model)
 
     @property
     def population(self) -> PopulationSpec:
@@ -256,7 +257,12 @@ class Simulation:
         note = population_note(self.population) if cfg.game.prompt.population_note else None
         shards = await self._shards()
         group_codes = self._group_codes()  # once per run, not per round
-        writer = self._writer(out_dir, run_id)
+        await self.backend.prepare()  # model actors load before anything is written
+        try:
+            writer = self._writer(out_dir, run_id)
+        except BaseException:
+            await self.backend.close()
+            raise
         self._task = (asyncio.get_running_loop(), asyncio.current_task())  # type: ignore[assignment]
         bar = _progress(cfg.game.rounds, writer.run_id, progress, initial=len(targets))
         try:
@@ -330,10 +336,11 @@ class _Resume:
 Backend = LocalBackend | RayBackend
 
 
-def make_backend(config: RunConfig) -> Backend:
-    """The backend `config.backend.kind` names."""
+def make_backend(config: RunConfig, model: ChatModel | None = None) -> Backend:
+    """The backend `config.backend.kind` names (`model`: an object to run instead of the
+    config's model)."""
     if config.backend.kind == "ray":
-        return RayBackend(config, max_restarts=config.backend.max_restarts)
+        return RayBackend(config, max_restarts=config.backend.max_restarts, model=model)
     return LocalBackend()
 
 
