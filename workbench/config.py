@@ -471,6 +471,20 @@ class ModelSpec(StrictModel):
         None,
         description="a SQLite response cache file: identical requests are answered from it",
     )
+    engine_args: dict[str, int | float | bool | str] = Field(
+        default_factory=dict,
+        description="kind vllm: arguments of vllm.LLM, e.g. tensor_parallel_size: 2, "
+        "max_model_len: 4096, gpu_memory_utilization: 0.85 (an engine holds "
+        "tensor_parallel_size x pipeline_parallel_size GPUs)",
+    )
+
+    def gpus_per_engine(self) -> int:
+        """GPUs one in-process engine of this model holds (1 unless vLLM parallelism says)."""
+        size = 1
+        for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+            value = self.engine_args.get(key, 1)
+            size *= value if isinstance(value, int) and not isinstance(value, bool) else 1
+        return size
 
     @model_validator(mode="after")
     def _endpoint(self) -> ModelSpec:
@@ -484,6 +498,12 @@ class ModelSpec(StrictModel):
                 raise ValueError(f"base_urls must start with http:// or https://, got {bad}")
         if self.kind == "vllm" and not self.name:
             raise ValueError("kind vllm needs name: the model to load, e.g. Qwen/Qwen2-7B-Instruct")
+        if self.engine_args and self.kind != "vllm":
+            raise ValueError("engine_args is for kind vllm; remove it or set kind: vllm")
+        for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+            value = self.engine_args.get(key, 1)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"engine_args.{key} must be a whole number >= 1, got {value!r}")
         if self.kind == "replay" and not self.bundle:
             raise ValueError("kind replay needs bundle: the path of the bundle to replay")
         return self

@@ -18,13 +18,14 @@ import pytest
 from ray import cloudpickle
 
 from workbench.agents.shard import RoundContext
-from workbench.config import BackendSpec, RunConfig, validate
+from workbench.config import BackendSpec, ModelSpec, RunConfig, validate
 from workbench.errors import ConfigError, ModelError
 from workbench.llm.base import ChatResult
 from workbench.runtime import Simulation
 from workbench.runtime.engines import (
     EngineSlot,
     engine_for,
+    gpus_per_engine,
     plan_engines,
     resolve_placement,
 )
@@ -114,8 +115,34 @@ def test_one_model_actor_per_gpu_and_shards_ask_one_on_their_node() -> None:
 
 
 def test_gpu_placement_without_gpus_names_the_field() -> None:
-    with pytest.raises(ConfigError, match=r"backend\.model_placement: gpu needs GPUs"):
+    with pytest.raises(ConfigError, match=r"backend\.model_placement: gpu needs 1 GPU.*at most 0"):
         plan_engines("gpu", {"a": {"CPU": 2}})
+
+
+def test_a_tensor_parallel_engine_holds_several_gpus(make_config) -> None:
+    model = {"kind": "vllm", "name": "m", "engine_args": {"tensor_parallel_size": 2}}
+    config = make_config(policy={"kind": "llm"}, model=model)
+    assert gpus_per_engine(config) == 2
+    nodes = {"a": {"GPU": 8}, "b": {"GPU": 3}}
+    slots = plan_engines("gpu", nodes, gpus_per_engine=2)
+    assert slots == [EngineSlot("a", 2)] * 4 + [EngineSlot("b", 2)]
+    with pytest.raises(ConfigError, match=r"needs 4 GPU\(s\) on one node.*at most 3"):
+        plan_engines("gpu", {"b": {"GPU": 3}}, gpus_per_engine=4)
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        ({"engine_args": {"max_model_len": 4096}}, "engine_args is for kind vllm"),
+        (
+            {"kind": "vllm", "name": "m", "engine_args": {"tensor_parallel_size": 0}},
+            r"engine_args\.tensor_parallel_size must be a whole number >= 1",
+        ),
+    ],
+)
+def test_bad_engine_args_name_the_field(model, message) -> None:
+    with pytest.raises(ConfigError, match=message):
+        validate(ModelSpec, model, "model")
 
 
 def test_model_placement_is_for_ray_only(make_config) -> None:

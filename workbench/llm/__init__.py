@@ -15,7 +15,7 @@ def make_model(spec: ModelSpec) -> ChatModel:
     elif spec.kind == "vllm":
         from workbench.llm.vllm_engine import VLLMEngineModel
 
-        model = VLLMEngineModel(spec.name or "")
+        model = VLLMEngineModel(spec.name or "", **spec.engine_args)
     elif spec.kind == "replay":
         from workbench.llm.replay import ReplayModel
 

@@ -54,12 +54,16 @@ class EngineSlot:
 
 
 def plan_engines(
-    placement: Placement, nodes: dict[str, dict[str, float]], driver_node: str | None = None
+    placement: Placement,
+    nodes: dict[str, dict[str, float]],
+    driver_node: str | None = None,
+    gpus_per_engine: int = 1,
 ) -> list[EngineSlot]:
     """The model actors a placement needs on these nodes ({node id: resources}).
 
     `shard` needs none; `cluster` one on the driver's node; `node` one per node; `gpu` one per
-    GPU of every node (ConfigError naming backend.model_placement when the cluster has none).
+    `gpus_per_engine` GPUs of every node (ConfigError naming backend.model_placement when no
+    node has that many).
     """
     ordered = sorted(nodes)
     if placement == "shard":
@@ -68,13 +72,26 @@ def plan_engines(
         return [EngineSlot(driver_node if driver_node in nodes else ordered[0])]
     if placement == "node":
         return [EngineSlot(node) for node in ordered]
-    slots = [EngineSlot(node, 1) for node in ordered for _ in range(int(nodes[node].get("GPU", 0)))]
+    slots = [
+        EngineSlot(node, gpus_per_engine)
+        for node in ordered
+        for _ in range(int(nodes[node].get("GPU", 0)) // gpus_per_engine)
+    ]
     if not slots:
+        most = max(int(resources.get("GPU", 0)) for resources in nodes.values())
         raise ConfigError(
-            "backend.model_placement: gpu needs GPUs, and no node of this Ray cluster has one; "
-            "use model_placement: node (or shard), or join a cluster with GPU nodes"
+            f"backend.model_placement: gpu needs {gpus_per_engine} GPU(s) on one node for an "
+            f"engine, and the nodes of this Ray cluster have at most {most}; use "
+            "model_placement: node (or shard), a smaller tensor_parallel_size, or a cluster "
+            "with GPU nodes"
         )
     return slots
+
+
+def gpus_per_engine(config: RunConfig) -> int:
+    """GPUs each model actor holds: the most any of the run's models needs."""
+    specs = list(config.models.values()) or [config.model]
+    return max(spec.gpus_per_engine() for spec in specs)
 
 
 def engine_for(

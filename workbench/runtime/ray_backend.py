@@ -33,6 +33,7 @@ from workbench.runtime.engines import (
     Placement,
     RemoteModel,
     engine_for,
+    gpus_per_engine,
     plan_engines,
     resolve_placement,
 )
@@ -219,7 +220,9 @@ class RayBackend:
             return
         ray = _ray()
         driver = ray.get_runtime_context().get_node_id()
-        self.slots = plan_engines(self.placement_kind, self.resources, driver)
+        self.slots = plan_engines(
+            self.placement_kind, self.resources, driver, gpus_per_engine(self.config)
+        )
         # the given model goes to the store once; the backend holds the reference so that a
         # model actor Ray restarts can still read its constructor's argument
         self.model_ref = self._shippable(self.model) if self.model is not None else None
