@@ -57,5 +57,25 @@ def test_served_bench_compares_the_workbench_with_the_openai_client(llm_server: 
 
     report = served_bench(n=6, url=llm_server, concurrency=2, repeats=1)
     assert "(6/6 valid answers)" in report
-    ratio = float(re.search(r"ratio workbench / direct\s+([\d.]+)", report).group(1))
+    ratio = float(re.search(r"ratio workbench local / direct\s+([\d.]+)", report).group(1))
     assert ratio > 0
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+def test_served_bench_on_ray_goes_through_shard_actors_and_a_model_actor(
+    ray_cluster, llm_server: str
+) -> None:
+    from workbench.bench.served import served_bench
+
+    report = served_bench(n=6, url=llm_server, concurrency=2, repeats=1, backends=("ray",))
+    assert "workbench round, ray" in report and "(6/6 valid answers)" in report
+    assert float(re.search(r"ratio workbench ray / direct\s+([\d.]+)", report).group(1)) > 0
+
+
+def test_served_bench_names_an_unknown_backend() -> None:
+    from workbench.bench.served import served_bench
+    from workbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"--backends: unknown \['dask'\]"):
+        served_bench(n=2, url="http://127.0.0.1:9/v1", backends=("local", "dask"))

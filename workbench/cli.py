@@ -252,11 +252,15 @@ def bench_served(
     name: Annotated[str, typer.Option(help="served model name")] = "smollm2-135m",
     concurrency: Annotated[int, typer.Option(help="requests in flight")] = 4,
     repeats: Annotated[int, typer.Option(help="alternating repeats; the best of each counts")] = 2,
+    backends: Annotated[
+        str, typer.Option(help="comma-separated: local,ray (ray: shard actors + a model actor)")
+    ] = "local",
 ) -> None:
     """Workbench overhead over a model server vs the openai client sending the same requests."""
     from workbench.bench.served import served_bench
 
-    typer.echo(served_bench(n, url, name, concurrency, repeats=repeats))
+    kinds = tuple(k.strip() for k in backends.split(",") if k.strip())
+    typer.echo(served_bench(n, url, name, concurrency, repeats=repeats, backends=kinds))
 
 
 @bench_app.command("dummy")

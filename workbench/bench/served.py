@@ -23,7 +23,7 @@ from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import RoundContext, split_into_shards
 from workbench.bench import DEFAULT_SPEC
 from workbench.config import RunConfig, load_population_spec
-from workbench.errors import ModelError
+from workbench.errors import ConfigError, ModelError
 from workbench.llm import make_model, sampling_params
 from workbench.llm.base import ChatRequest, SamplingParams
 from workbench.runtime import Simulation
@@ -100,8 +100,16 @@ def served_bench(
     concurrency: int = 4,
     seed: int = 0,
     repeats: int = 2,
+    backends: tuple[str, ...] = ("local",),
 ) -> str:
-    """Workbench round seconds vs direct openai-client seconds for the same N requests."""
+    """Workbench round seconds vs direct openai-client seconds for the same N requests.
+
+    `backends`: `local`, and/or `ray` (a local Ray cluster; two shard actors sending their
+    batches through one model actor, as `model_placement: auto` does for an openai model).
+    """
+    unknown = sorted(set(backends) - {"local", "ray"})
+    if unknown or not backends:
+        raise ConfigError(f"bench served --backends: unknown {unknown}; use local and/or ray")
     with contextlib.ExitStack() as stack:
         base = url or stack.enter_context(local_server(name))
         config = RunConfig(
@@ -123,22 +131,36 @@ def served_bench(
             shard, RoundContext(1, seed, config.game, n)
         )
         params = sampling_params(config.model)
-        direct, ours = [], []
-        for _ in range(repeats):  # alternate, so drift in the server hits both alike
+        sims = {kind: _on(config, kind) for kind in backends}
+        direct: list[float] = []
+        ours: dict[str, list[float]] = {kind: [] for kind in backends}
+        valid: dict[str, int] = {}
+        for _ in range(repeats):  # alternate, so drift in the server hits all alike
             direct.append(asyncio.run(_direct(base, name, requests, params, concurrency)))
-            with tempfile.TemporaryDirectory() as out:
-                bundle = Simulation(config).run(out_dir=out, progress=False)
-                ours.append(float(bundle.rounds()["seconds"].iloc[0]))
-                valid = int(bundle.rounds()["n_valid"].iloc[0])
-    best_direct, best_ours = min(direct), min(ours)
-    return "\n".join(
-        [
-            f"served model {name} at {base}: {n} agents, concurrency {concurrency}, "
-            f"best of {repeats}",
-            f"direct openai client      {best_direct:8.2f} s   ({n / best_direct:.1f} req/s)",
-            f"workbench round (+parse, +bundle) {best_ours:8.2f} s   ({valid}/{n} valid answers)",
-            f"ratio workbench / direct  {best_ours / best_direct:8.3f}   (target <= 1.10)",
-            f"all runs: direct {[round(x, 2) for x in direct]}, workbench "
-            f"{[round(x, 2) for x in ours]}",
+            for kind, sim in sims.items():
+                with tempfile.TemporaryDirectory() as out:
+                    bundle = sim.run(out_dir=out, progress=False)
+                    ours[kind].append(float(bundle.rounds()["seconds"].iloc[0]))
+                    valid[kind] = int(bundle.rounds()["n_valid"].iloc[0])
+    best_direct = min(direct)
+    lines = [
+        f"served model {name} at {base}: {n} agents, concurrency {concurrency}, best of {repeats}",
+        f"direct openai client      {best_direct:8.2f} s   ({n / best_direct:.1f} req/s)",
+    ]
+    for kind, seconds in ours.items():
+        best = min(seconds)
+        lines += [
+            f"workbench round, {kind:5s} (+parse, +bundle) {best:8.2f} s   "
+            f"({valid[kind]}/{n} valid answers)",
+            f"ratio workbench {kind} / direct  {best / best_direct:8.3f}   (target <= 1.10)",
         ]
-    )
+    runs = ", ".join(f"{kind} {[round(x, 2) for x in v]}" for kind, v in ours.items())
+    lines.append(f"all runs: direct {[round(x, 2) for x in direct]}, {runs}")
+    return "\n".join(lines)
+
+
+def _on(config: RunConfig, backend: str) -> Simulation:
+    """The benchmark's simulation on `backend` (local, or ray with two shard actors)."""
+    if backend == "ray":
+        return Simulation(config).to_dist(shards_per_node=2)
+    return Simulation(config)
