@@ -171,6 +171,24 @@ def test_a_given_model_object_answers_from_one_model_actor(ray_cluster, make_con
 
 
 @pytest.mark.ray
+def test_a_given_model_object_can_live_in_every_shard_actor(ray_cluster, make_config, tmp_path):
+    config = on_ray(
+        llm_config(make_config, n_agents=6, rounds=1),
+        ray_cluster,
+        shards_per_node=1,
+        model_placement="shard",
+    )
+    backend = Probe(config, model=AgentIdModel())
+    bundle = Simulation(config, model=AgentIdModel(), backend=backend).run(
+        out_dir=tmp_path, progress=False
+    )
+    frame = bundle.responses()
+    assert (frame["guess"] == frame["agent_id"]).all()
+    assert [p["model"] for p in backend.shards_at] == ["AgentIdModel"] * 2  # a copy in each
+    assert bundle.manifest["backend"]["model_actors"] == 0
+
+
+@pytest.mark.ray
 def test_to_dist_keeps_the_given_model(ray_cluster, make_config, tmp_path):
     sim = Simulation(llm_config(make_config, n_agents=4, rounds=1), model=AgentIdModel())
     dist = sim.to_dist(ray_cluster.address, shards_per_node=1)

@@ -214,18 +214,17 @@ class RayBackend:
         if not isinstance(self.config.policy, LLMPolicySpec):
             return
         self.placement_kind = resolve_placement(self.config, self.model is not None)
+        if self.model is not None:
+            # the given model goes to the store once; the backend holds the reference so that
+            # an actor Ray restarts can still read its constructor's argument
+            self.model_ref = self._shippable(self.model)
         if self.placement_kind == "shard":
-            if self.model is not None:
-                self.model_ref = self._shippable(self.model)
             return
         ray = _ray()
         driver = ray.get_runtime_context().get_node_id()
         self.slots = plan_engines(
             self.placement_kind, self.resources, driver, gpus_per_engine(self.config)
         )
-        # the given model goes to the store once; the backend holds the reference so that a
-        # model actor Ray restarts can still read its constructor's argument
-        self.model_ref = self._shippable(self.model) if self.model is not None else None
         source = self.model_ref if self.model_ref is not None else self.config
         self.engines = [self._spawn_engine(slot, source) for slot in self.slots]
         from ray.exceptions import RayActorError
