@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 import pytest
 from ray import cloudpickle
@@ -215,6 +216,34 @@ def test_a_model_that_fails_to_load_fails_before_writing(ray_cluster, make_confi
     sim = Simulation(config, model=BrokenModel())
     with pytest.raises(ModelError, match=r"a model actor failed to start: .*weights\.gguf"):
         sim.run(out_dir=tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.ray
+def test_gpus_held_by_another_job_are_a_config_error_not_a_hang(ray_cluster, make_config, tmp_path):
+    import ray
+
+    @ray.remote(num_gpus=1, num_cpus=0)
+    class GpuHolder:
+        def ready(self) -> bool:
+            return True
+
+    holder = GpuHolder.remote()
+    try:
+        ray.get(holder.ready.remote(), timeout=60)
+        config = on_ray(
+            llm_config(make_config, n_agents=4),
+            ray_cluster,
+            shards_per_node=1,
+            model_placement="gpu",
+        )
+        with pytest.raises(ConfigError, match=r"need 3 GPU\(s\) and 2 are free"):
+            Simulation(config).run(out_dir=tmp_path / "out", progress=False)
+    finally:
+        ray.kill(holder)
+        deadline = time.monotonic() + 60  # Ray frees the GPU a moment after the kill
+        while ray.available_resources().get("GPU", 0) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
     assert not (tmp_path / "out").exists()
 
 

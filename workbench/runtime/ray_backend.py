@@ -225,6 +225,7 @@ class RayBackend:
         self.slots = plan_engines(
             self.placement_kind, self.resources, driver, gpus_per_engine(self.config)
         )
+        _check_free_gpus(sum(slot.gpus for slot in self.slots))
         source = self.model_ref if self.model_ref is not None else self.config
         self.engines = [self._spawn_engine(slot, source) for slot in self.slots]
         from ray.exceptions import RayActorError
@@ -347,6 +348,19 @@ class RayBackend:
         for actor in [*self.actors, *self.engines]:
             ray.kill(actor)
         self.actors, self.engines, self.model_ref = [], [], None
+
+
+def _check_free_gpus(needed: int) -> None:
+    """ConfigError when other jobs hold GPUs the model actors need (they would wait forever)."""
+    if needed == 0:
+        return
+    free = int(_ray().available_resources().get("GPU", 0))
+    if free < needed:
+        raise ConfigError(
+            f"backend.model_placement: the model actors need {needed} GPU(s) and {free} are "
+            "free in this Ray cluster (other jobs hold the rest); wait for them, or use "
+            "model_placement: node (or shard)"
+        )
 
 
 def _cause(exc: BaseException) -> str:
