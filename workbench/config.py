@@ -429,6 +429,10 @@ PolicySpec = Annotated[
 # --------------------------------------------------------------------------- model & backend
 
 
+PARALLEL_SIZES = ("tensor_parallel_size", "pipeline_parallel_size")
+"""vLLM engine arguments whose product is the GPUs one engine holds."""
+
+
 class ModelSpec(StrictModel):
     """The language model behind LLM agents.
 
@@ -479,12 +483,10 @@ class ModelSpec(StrictModel):
     )
 
     def gpus_per_engine(self) -> int:
-        """GPUs one in-process engine of this model holds (1 unless vLLM parallelism says)."""
-        size = 1
-        for key in ("tensor_parallel_size", "pipeline_parallel_size"):
-            value = self.engine_args.get(key, 1)
-            size *= value if isinstance(value, int) and not isinstance(value, bool) else 1
-        return size
+        """GPUs one in-process engine of this model holds (1 unless vLLM parallelism says);
+        the validator has made both sizes whole numbers >= 1."""
+        sizes = [self.engine_args.get(key, 1) for key in PARALLEL_SIZES]
+        return int(sizes[0]) * int(sizes[1])
 
     @model_validator(mode="after")
     def _endpoint(self) -> ModelSpec:
@@ -500,7 +502,7 @@ class ModelSpec(StrictModel):
             raise ValueError("kind vllm needs name: the model to load, e.g. Qwen/Qwen2-7B-Instruct")
         if self.engine_args and self.kind != "vllm":
             raise ValueError("engine_args is for kind vllm; remove it or set kind: vllm")
-        for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+        for key in PARALLEL_SIZES:
             value = self.engine_args.get(key, 1)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"engine_args.{key} must be a whole number >= 1, got {value!r}")
