@@ -1,11 +1,22 @@
-"""The workbench's exception tree.
+"""The workbench's exception tree, and the rule for which to raise.
 
     WorkbenchError            base of every error the workbench raises on purpose
     ├── ConfigError           a spec or config is wrong; the message names the field and the fix
+    │                         (also a ValueError, so `except ValueError` keeps working)
     ├── BundleError           a bundle is missing, unreadable, incomplete or fails verification
-    └── ModelError            a language model could not be loaded or reached
+    │   └── BundleLockedError another live process is writing this bundle
+    ├── ModelError            a language model could not be loaded or reached
+    └── ContractError         a part broke the contract between layers (a policy returned the
+                              wrong number of decisions, a backend was used before start())
 
-The CLI prints these as one line and exits non-zero; anything else is a bug and keeps its traceback.
+The rule:
+- pure functions (game rules, sampling, parsing) raise plain `ValueError` for bad arguments;
+- spec and file boundaries (pydantic specs, YAML files, CLI options, bundle paths) raise
+  `ConfigError` or `BundleError` with one line naming the field or file and the fix;
+- a breach of a contract between the workbench's own parts raises `ContractError`, never a bare
+  `RuntimeError`; anything else is a bug and keeps its traceback.
+
+The CLI prints WorkbenchErrors as one line and exits with status 2.
 """
 
 from __future__ import annotations
@@ -15,7 +26,7 @@ class WorkbenchError(Exception):
     """Base class for errors that are the user's to fix, reported without a traceback."""
 
 
-class ConfigError(WorkbenchError):
+class ConfigError(WorkbenchError, ValueError):
     """A config or spec is invalid: the message names the field, what is allowed and what came."""
 
 
@@ -23,5 +34,13 @@ class BundleError(WorkbenchError):
     """A result bundle cannot be read, is incomplete, or fails verification."""
 
 
+class BundleLockedError(BundleError):
+    """Another live process (its pid and host in the message) is writing the bundle."""
+
+
 class ModelError(WorkbenchError):
     """A language model could not be loaded or reached."""
+
+
+class ContractError(WorkbenchError):
+    """One of the workbench's parts broke its contract with another (a bug, named plainly)."""
