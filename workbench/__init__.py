@@ -4,25 +4,44 @@ import workbench as wb
 sim = wb.Simulation(wb.load_run_config("workbench/examples/quickstart.yaml"))
 bundle = sim.run()            # plays every round, returns the finished result bundle
 bundle.rounds()               # one row per round: mean, target, winners, seconds
+
+The package face is lazy (PEP 562): `import workbench` loads no pandas, pyarrow, Ray or
+llama.cpp; each name is imported from its module the first time it is used.
 """
 
-from workbench.config import (
-    BackendSpec,
-    GameSpec,
-    ModelSpec,
-    PopulationSpec,
-    PromptSpec,
-    RunConfig,
-    load_population_spec,
-    load_run_config,
-    save_yaml,
-)
-from workbench.errors import BundleError, ConfigError, ModelError, WorkbenchError
-from workbench.population import counts_table, sample_population
-from workbench.results import Bundle, list_bundles, verify_bundle
-from workbench.runtime import Simulation, run
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from workbench._version import __version__
+
+_EXPORTS: dict[str, str] = {
+    "BackendSpec": "workbench.config",
+    "GameSpec": "workbench.config",
+    "ModelSpec": "workbench.config",
+    "PopulationSpec": "workbench.config",
+    "PromptSpec": "workbench.config",
+    "RunConfig": "workbench.config",
+    "load_population_spec": "workbench.config",
+    "load_run_config": "workbench.config",
+    "save_yaml": "workbench.config",
+    "BundleError": "workbench.errors",
+    "ConfigError": "workbench.errors",
+    "ModelError": "workbench.errors",
+    "WorkbenchError": "workbench.errors",
+    "counts_table": "workbench.population",
+    "sample_population": "workbench.population",
+    "generate_personas": "workbench.agents.persona_writer",
+    "Bundle": "workbench.results",
+    "list_bundles": "workbench.results",
+    "verify_bundle": "workbench.results",
+    "Simulation": "workbench.runtime",
+    "run": "workbench.runtime",
+    "follow": "workbench.runtime",
+    "run_state": "workbench.runtime",
+}
+"""Public name -> the module that defines it."""
 
 __all__ = [
     "BackendSpec",
@@ -39,11 +58,47 @@ __all__ = [
     "WorkbenchError",
     "__version__",
     "counts_table",
+    "follow",
+    "generate_personas",
     "list_bundles",
     "load_population_spec",
     "load_run_config",
     "run",
+    "run_state",
     "sample_population",
     "save_yaml",
     "verify_bundle",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use, then keep it here."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'workbench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from workbench.agents.persona_writer import generate_personas
+    from workbench.config import (
+        BackendSpec,
+        GameSpec,
+        ModelSpec,
+        PopulationSpec,
+        PromptSpec,
+        RunConfig,
+        load_population_spec,
+        load_run_config,
+        save_yaml,
+    )
+    from workbench.errors import BundleError, ConfigError, ModelError, WorkbenchError
+    from workbench.population import counts_table, sample_population
+    from workbench.results import Bundle, list_bundles, verify_bundle
+    from workbench.runtime import Simulation, follow, run, run_state

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
 
 from workbench.errors import WorkbenchError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from workbench.runtime.events import Event
 
 app = typer.Typer(
     help="Agent Simulation Workbench: LLM multi-agent 'guess p of the average' games.",
@@ -29,11 +33,53 @@ app.add_typer(personas_app, name="personas")
 app.add_typer(bench_app, name="bench")
 
 ROUND_TABLE_COLUMNS = ["round", "n", "n_valid", "mean", "target", "n_winners", "seconds"]
+MAX_SAMPLE = 10_000_000
+"""Most personas `personas sample` draws (it holds them in memory and prints their counts)."""
 
 
 def _table(frame: pd.DataFrame) -> str:
     """A frame as aligned text with two decimals."""
     return frame.to_string(index=False, float_format=lambda x: f"{x:.2f}")
+
+
+def _cell(value: Any, column: str) -> str:
+    """One round-table cell: counts as whole numbers, the rest with two decimals, null as NaN."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "NaN"
+    if column in ("round", "n", "n_valid", "n_winners"):
+        return str(int(value))
+    return f"{float(value):.2f}"
+
+
+class RoundTable:
+    """The CLI's round table, a subscriber of the run's events: a row printed per round."""
+
+    WIDTHS = (5, 8, 7, 8, 8, 9, 8)
+
+    def __init__(self) -> None:
+        self.bundle: str | None = None
+        self.header_done = False
+
+    def _line(self, cells: list[str]) -> str:
+        return " ".join(c.rjust(w) for c, w in zip(cells, self.WIDTHS, strict=True))
+
+    def __call__(self, event: Event) -> None:
+        from tqdm.auto import tqdm
+
+        from workbench.runtime.events import RoundFinished, RunStarted
+
+        if isinstance(event, RunStarted):
+            self.bundle = event.bundle
+        elif isinstance(event, RoundFinished):
+            if not self.header_done:
+                tqdm.write(self._line(ROUND_TABLE_COLUMNS), file=sys.stdout)
+                self.header_done = True
+            row = {"round": event.round, **event.stats}
+            seconds = row.get("seconds")
+            cells = [_cell(row.get(c)) for c in ROUND_TABLE_COLUMNS[:-1]]
+            tqdm.write(
+                self._line([*cells, "" if seconds is None else f"{seconds:.2f}"]), file=sys.stdout
+            )
 
 
 @app.command("run")
@@ -50,14 +96,22 @@ def run_command(
         Path | None, typer.Option(help="finish a cancelled or failed bundle instead")
     ] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    example: Annotated[
+        str | None, typer.Option(help="run a config shipped with the package, e.g. quickstart")
+    ] = None,
 ) -> None:
     """Play a game from CONFIG into a new bundle (or --resume BUNDLE); print the round table."""
+    from workbench._examples import example_path
     from workbench.config import load_run_config, validate
     from workbench.errors import ConfigError
     from workbench.runtime import Simulation
 
-    if (config is None) == (resume is None):
-        raise ConfigError("give a CONFIG file to run, or --resume BUNDLE (not both)")
+    if sum(x is not None for x in (config, resume, example)) != 1:
+        raise ConfigError(
+            "give a CONFIG file to run, --example NAME, or --resume BUNDLE (exactly one)"
+        )
+    if example is not None:
+        config = example_path(example)
     if resume is not None:
         sim = Simulation.resume(resume)
     else:
@@ -69,10 +123,22 @@ def run_command(
         if backend is not None:
             data["backend"]["kind"] = backend
         sim = Simulation(validate(type(cfg), data, f"{config} (with command-line overrides)"))
-    bundle = sim.run(out_dir=out, progress=progress)
-    rounds_frame = bundle.rounds()
-    rounds_frame["n_winners"] = rounds_frame["n_winners"].astype(int)
-    typer.echo(_table(rounds_frame[ROUND_TABLE_COLUMNS]))
+    table = RoundTable()
+    sim.events.subscribe(table)
+    try:
+        bundle = sim.run(out_dir=out, progress=progress)
+    except KeyboardInterrupt:
+        if table.bundle is None:
+            typer.echo("interrupted before the bundle was written; nothing to resume", err=True)
+        else:
+            typer.echo(
+                f"interrupted: {table.bundle} is marked cancelled; resume it with\n"
+                f"  workbench run --resume {table.bundle}",
+                err=True,
+            )
+        raise typer.Exit(130) from None
+    if not table.header_done:
+        typer.echo("no rounds played")
     if not bundle.is_complete:
         typer.echo(f"status: {bundle.status}")
     typer.echo(f"bundle: {bundle.path}")
@@ -95,18 +161,18 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
     from workbench.results import Bundle
 
     b = Bundle.open(bundle)
-    cfg, manifest = b.config, b.manifest
+    cfg = b.config
     typer.echo(f"run:     {b.run_id} ({b.status})")
-    typer.echo(f"created: {manifest.get('created_at')}  finished: {manifest.get('finished_at')}")
+    typer.echo(f"created: {b.created_at}  finished: {b.finished_at}")
     typer.echo(
         f"game:    ratio={cfg.game.ratio:.4g} offset={cfg.game.offset:g} "
         f"range=[{cfg.game.low:g}, {cfg.game.high:g}] rounds={cfg.game.rounds}"
     )
     typer.echo(f"agents:  {cfg.n_agents} ({cfg.policy.kind}), seed {cfg.seed}")
-    model = manifest.get("model", {})
+    model = b.model
     typer.echo(f"model:   {model.get('name', model.get('policy', '-'))} {model.get('engine', '')}")
-    if manifest.get("error"):
-        typer.echo(f"error:   {manifest['error']}")
+    if b.error:
+        typer.echo(f"error:   {b.error}")
     frame = b.rounds()
     typer.echo(_table(frame) if len(frame) else "no rounds completed")
 
@@ -117,9 +183,7 @@ def bundles_verify(bundle: Annotated[Path, typer.Argument(help="bundle directory
     from workbench.results import verify_bundle
 
     report = verify_bundle(bundle)
-    typer.echo(str(report))
-    for problem in report.problems:
-        typer.echo(f"  - {problem}")
+    typer.echo(str(report))  # the verdict, then each problem once
     raise typer.Exit(0 if report.ok else 1)
 
 
@@ -136,11 +200,18 @@ def personas_sample(
     from workbench.errors import ConfigError
     from workbench.population import counts_table, sample_population
 
+    if not 1 <= n <= MAX_SAMPLE:
+        raise ConfigError(
+            f"-n: sample between 1 and {MAX_SAMPLE:,} personas, got {n:,}; sample larger "
+            "populations from Python (workbench.sample_population)"
+        )
     population = load_population_spec(spec)
     if out is not None and out.suffix not in (".parquet", ".csv"):
         raise ConfigError(f"--out: use a .parquet or .csv file name, got {out.name!r}")
     personas = sample_population(population, n, seed)
     typer.echo(_table(counts_table(personas, population)))
+    import pandas as pd
+
     if show > 0:
         with pd.option_context("display.max_colwidth", 120):
             typer.echo(personas.head(show).to_string(index=False))
@@ -261,6 +332,16 @@ def bench_served(
 
     kinds = tuple(k.strip() for k in backends.split(",") if k.strip())
     typer.echo(served_bench(n, url, name, concurrency, repeats=repeats, backends=kinds))
+
+
+@bench_app.command("startup")
+def bench_startup(
+    repeats: Annotated[int, typer.Option(help="alternating runs of each command")] = 7,
+) -> None:
+    """`workbench --help` against bare `python -c "import typer"`, timed side by side."""
+    from workbench.bench.startup import startup_bench
+
+    typer.echo(startup_bench(repeats))
 
 
 @bench_app.command("dummy")

@@ -44,3 +44,10 @@ class ModelError(WorkbenchError):
 
 class ContractError(WorkbenchError):
     """One of the workbench's parts broke its contract with another (a bug, named plainly)."""
+
+
+def one_line(exc: BaseException, limit: int = 2000) -> str:
+    """An exception as `Type: message` on one line, at most `limit` characters (for manifests,
+    events and the console)."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return " ".join(text.split())[:limit]

@@ -21,9 +21,9 @@ from ray import cloudpickle
 from workbench.agents.shard import RoundContext
 from workbench.config import BackendSpec, ModelSpec, RunConfig, validate
 from workbench.errors import ConfigError, ModelError
-from workbench.llm.base import ChatResult
+from workbench.llm.base import ChatModel, ChatResult
 from workbench.runtime import Simulation
-from workbench.runtime.engines import (
+from workbench.runtime.model_actors import (
     EngineSlot,
     engine_for,
     gpus_per_engine,
@@ -36,7 +36,7 @@ from workbench.runtime.ray_backend import RayBackend
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
-class AgentIdModel:
+class AgentIdModel(ChatModel):
     """Answers each agent's id; `delay_s` keeps every call in flight that long."""
 
     identity = {"engine": "fake", "name": "agent-id"}
@@ -79,8 +79,8 @@ class Probe(RayBackend):
     engines_at: list[dict]
     shards_at: list[dict]
 
-    async def start(self, shards, policy=None) -> None:
-        await super().start(shards, policy)
+    async def start(self, shards) -> None:
+        await super().start(shards)
         self.engines_at = await self.engine_placement()
         self.shards_at = await self.placement()
 
@@ -286,9 +286,9 @@ class EngineKiller(Probe):
     killed: dict | None = None
     after: list[dict] | None = None
 
-    async def play_round(self, ctx: RoundContext):
+    async def play_round(self, ctx: RoundContext, emit=None):
         if ctx.round != 2:
-            return await super().play_round(ctx)
+            return await super().play_round(ctx, emit)
         (engine,) = await self.engine_placement()
 
         async def kill() -> None:
@@ -297,7 +297,7 @@ class EngineKiller(Probe):
             self.killed = engine
 
         killing = asyncio.create_task(kill())
-        tables = await super().play_round(ctx)
+        tables = await super().play_round(ctx, emit)
         await killing
         self.after = await self.engine_placement()
         return tables

@@ -67,8 +67,8 @@ class PlacementProbe(RayBackend):
 
     places: list[dict]
 
-    async def start(self, shards, policy=None) -> None:
-        await super().start(shards, policy)
+    async def start(self, shards) -> None:
+        await super().start(shards)
         self.places = await self.placement()
 
 
@@ -150,10 +150,10 @@ class KillingBackend(RayBackend):
         self.killed: dict | None = None
         self._killer: asyncio.Task | None = None
 
-    async def play_round(self, ctx: RoundContext):
+    async def play_round(self, ctx: RoundContext, emit=None):
         if ctx.round == self.kill_round:
             self._killer = asyncio.create_task(self._kill(self.actors[0]))
-        tables = await super().play_round(ctx)
+        tables = await super().play_round(ctx, emit)
         if self._killer is not None:
             await self._killer
         return tables

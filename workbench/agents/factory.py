@@ -15,9 +15,7 @@ def make_policy(config: RunConfig, model: ChatModel | None = None) -> Policy:
     if isinstance(spec, LevelKPolicySpec):
         return LevelKPolicy(spec)
     model = model if model is not None else model_for(config)
-    load = getattr(model, "load", None)
-    if callable(load):
-        load()
+    model.load()
     return LLMPolicy(
         model,
         sampling_params(config.model),

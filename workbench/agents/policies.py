@@ -28,6 +28,7 @@ from workbench.llm.base import (
     ChatRequest,
     OutputConstraint,
     SamplingParams,
+    as_chat_model,
     with_extraction,
 )
 
@@ -149,7 +150,7 @@ class LLMPolicy:
         constrained: bool = True,
         extract_number: bool = False,
     ) -> None:
-        self.model = model
+        self.model = as_chat_model(model, "LLMPolicy(model=...)")
         self.params = params or SamplingParams()
         self.constrained = constrained
         self.extract_number = extract_number

@@ -1,7 +1,14 @@
 """Batch-first chat models: the interface, the embedded llama.cpp default, and a factory."""
 
 from workbench.config import ModelSpec, RunConfig
-from workbench.llm.base import ChatModel, ChatRequest, ChatResult, OutputConstraint, SamplingParams
+from workbench.llm.base import (
+    ChatModel,
+    ChatRequest,
+    ChatResult,
+    OutputConstraint,
+    SamplingParams,
+    as_chat_model,
+)
 
 
 def make_model(spec: ModelSpec) -> ChatModel:
@@ -55,6 +62,7 @@ __all__ = [
     "ChatResult",
     "OutputConstraint",
     "SamplingParams",
+    "as_chat_model",
     "make_model",
     "model_for",
     "sampling_params",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 Message = dict[str, str]
 ErrorKind = Literal["model_error", "timeout"]
@@ -97,17 +97,65 @@ class ChatResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-@runtime_checkable
-class ChatModel(Protocol):
-    """A batch-first chat model: one call for many requests, results in input order."""
+class ChatModel:
+    """A batch-first chat model: one call for many requests, results in input order.
+
+    The contract every model client and engine implements: `identity` and `generate`, plus
+    `load()` (heavy set-up, once per process), `check()` (cheap reachability check before a run
+    writes anything) and `close()` (release connections or engines), whose defaults do nothing.
+    Objects that only have `identity` and `generate` are adapted by `as_chat_model`.
+    """
 
     @property
     def identity(self) -> dict[str, Any]:
         """What exactly answered (name, engine, version, file hash): recorded in bundles."""
-        ...
+        raise NotImplementedError
 
     async def generate(
         self, requests: Sequence[ChatRequest], params: SamplingParams
     ) -> list[ChatResult]:
         """Complete every request with the same sampling params; never raises per request."""
-        ...
+        raise NotImplementedError
+
+    def load(self) -> ChatModel:
+        """Load weights or engines now rather than on first use; returns self."""
+        return self
+
+    async def check(self) -> None:
+        """Raise ModelError when the model cannot answer (a server down, a wrong name)."""
+
+    def close(self) -> None:
+        """Release what the model holds; it may be loaded again later."""
+
+
+class AdaptedModel(ChatModel):
+    """A duck-typed model (only `identity` and `generate`) behind the full contract."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """The adapted object's identity."""
+        return dict(self.inner.identity)
+
+    async def generate(
+        self, requests: Sequence[ChatRequest], params: SamplingParams
+    ) -> list[ChatResult]:
+        """The adapted object's answers."""
+        return list(await self.inner.generate(requests, params))
+
+
+def as_chat_model(model: Any, where: str = "model") -> ChatModel:
+    """`model` as a `ChatModel`: itself, or an adapter for an object with identity + generate.
+
+    An adapted object is taken as ready to answer (its own set-up is the caller's).
+    """
+    if isinstance(model, ChatModel):
+        return model
+    if callable(getattr(model, "generate", None)) and hasattr(model, "identity"):
+        return AdaptedModel(model)
+    raise TypeError(
+        f"{where}: {type(model).__name__} is not a chat model; subclass "
+        "workbench.llm.ChatModel or give it `identity` and `async generate(requests, params)`"
+    )

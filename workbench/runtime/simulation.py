@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import importlib.metadata
 import inspect
 import platform
@@ -24,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from workbench._version import __version__
 from workbench.agents.factory import make_policy
 from workbench.agents.policies import Policy
 from workbench.agents.shard import AgentShard, RoundContext, split_into_shards
@@ -37,13 +39,20 @@ from workbench.config import (
     resolve_population,
     validate,
 )
-from workbench.errors import BundleError, ConfigError
+from workbench.errors import BundleError, ConfigError, one_line
 from workbench.game import RoundStats, round_stats
-from workbench.llm import ChatModel, model_for
+from workbench.llm import ChatModel, as_chat_model, model_for
 from workbench.population import population_note, quota_assignment, sample_population
 from workbench.results import Bundle, BundleWriter
-from workbench.runtime.local import LocalBackend
-from workbench.runtime.ray_backend import RayBackend
+from workbench.runtime.backend import Backend, make_backend
+from workbench.runtime.events import (
+    Event,
+    EventBus,
+    RoundFinished,
+    RunFinished,
+    RunStarted,
+    Subscriber,
+)
 
 MODEL_STREAM = 0x4D0DE1
 """Seed salt of the per-agent model assignment (independent of the population's streams)."""
@@ -71,9 +80,12 @@ class Simulation:
     ) -> None:
         self.config = resolve_population(config)
         self._personas = personas
-        self._model = model
-        self._given_model = model  # what the caller handed in (sent to Ray's model actors)
-        self.backend = backend or make_backend(self.config, model)
+        given = None if model is None else as_chat_model(model, "Simulation(model=...)")
+        self._model = given
+        self._given_model = given  # what the caller handed in (sent to Ray's model actors)
+        self._backend = backend
+        self.events = EventBus()
+        """Subscribe here (`sim.events.subscribe(callback)`) to see this run's events live."""
         self._resume: _Resume | None = None
         self._cancel_requested = False
         self._task: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
@@ -143,6 +155,14 @@ class Simulation:
         return self._personas
 
     @property
+    def backend(self) -> Backend:
+        """The backend the config names (built on first use), or the one given."""
+        if self._backend is None:
+            local = self.config.backend.kind == "local"
+            self._backend = make_backend(self.config, self.model if local else self._given_model)
+        return self._backend
+
+    @property
     def model(self) -> ChatModel | None:
         """The chat model LLM agents use (None for random and level-k policies)."""
         if self._model is None and isinstance(self.config.policy, LLMPolicySpec):
@@ -177,8 +197,8 @@ class Simulation:
 
     def versions(self) -> dict[str, str]:
         """Versions of what shaped the numbers."""
-        out = {"python": platform.python_version()}
-        for package in ("agent-sim-workbench", "pydantic", "llama-cpp-python", "ray"):
+        out = {"python": platform.python_version(), "workbench": __version__}
+        for package in ("pydantic", "llama-cpp-python", "ray"):
             try:
                 out[package] = importlib.metadata.version(package)
             except importlib.metadata.PackageNotFoundError:
@@ -245,74 +265,123 @@ class Simulation:
         run_id: str | None = None,
         progress: bool = True,
         on_round: RoundCallback | None = None,
+        on_event: Subscriber | None = None,
     ) -> Bundle:
-        """Play every round; returns the bundle (status cancelled after `cancel()`)."""
+        """Play every round; returns the bundle (status cancelled after `cancel()`).
+
+        Events go to `self.events` subscribers, `on_event`, the bundle's events.jsonl and the
+        progress bar; `on_round(number, stats, seconds)` (may be async) runs after each round.
+        """
         cfg = self.config
         self.check()
-        policy = self.make_policy() if isinstance(self.backend, LocalBackend) else None
-        check_endpoints = getattr(self.model, "check", None)
-        if callable(check_endpoints):
-            await check_endpoints()  # an unreachable server or a wrong model name: before writing
+        model = self.model
+        if model is not None:
+            await model.check()  # an unreachable server or a wrong model name: before writing
         targets = list(self._resume.targets) if self._resume is not None else []
         note = population_note(self.population) if cfg.game.prompt.population_note else None
         shards = await self._shards()
         group_codes = self._group_codes()  # once per run, not per round
-        await self.backend.prepare()  # model actors load before anything is written
+        backend = self.backend
+        await backend.prepare()  # the policy's model (or model actors) load before any writing
         try:
             writer = self._writer(out_dir, run_id)
         except BaseException:
-            await self.backend.close()
+            await backend.close()
             raise
+        bar = RoundBar(cfg.game.rounds, writer.run_id, initial=len(targets)) if progress else None
+        listeners = EventBus([s for s in (self.events.emit, on_event, bar) if s is not None])
+
+        def emit(event: Event) -> None:
+            event = dataclasses.replace(event, run_id=writer.run_id)
+            writer.append_event(event.to_dict())  # the bundle's log first: the truth on disk
+            listeners.emit(event)
+
         self._task = (asyncio.get_running_loop(), asyncio.current_task())  # type: ignore[assignment]
-        bar = _progress(cfg.game.rounds, writer.run_id, progress, initial=len(targets))
+        error: BaseException | None = None
         try:
-            with writer:
-                if self._resume is None:
-                    writer.write_personas(self.personas)
-                await self.backend.start(shards, policy)
-                described = self.backend.describe()
-                writer.record(backend=described)
-                for number in range(len(targets) + 1, cfg.game.rounds + 1):
-                    if self._cancel_requested:
-                        raise asyncio.CancelledError
-                    start = time.perf_counter()
-                    ctx = RoundContext(
-                        number, cfg.seed, cfg.game, cfg.n_agents, tuple(targets), note
-                    )
-                    tables = await self.backend.play_round(ctx)
-                    if self.backend.describe() != described:  # e.g. a respawned Ray actor
-                        described = self.backend.describe()
-                        writer.record(backend=described)
-                    # write the shards' tables and reduce them at once (Arrow releases the GIL)
-                    writes = (
-                        asyncio.to_thread(writer.write_responses, number, shard_index, table)
-                        for shard_index, table in enumerate(tables)
-                    )
-                    reduced, *_ = await asyncio.gather(
-                        asyncio.to_thread(_stats, tables, cfg, group_codes), *writes
-                    )
-                    stats, groups = reduced
-                    seconds = time.perf_counter() - start
-                    if groups:
-                        writer.write_group_stats(number, groups)
-                    writer.end_round({"round": number, **stats.as_dict(), "seconds": seconds})
-                    targets.append(stats.target)
-                    if bar is not None:
-                        bar.set_postfix(mean=f"{stats.mean:.2f}", target=f"{stats.target:.2f}")
-                        bar.update(1)
-                    if on_round is not None:
-                        called = on_round(number, stats, seconds)
-                        if inspect.isawaitable(called):
-                            await called
-        except asyncio.CancelledError:
-            if not self._cancel_requested:
-                raise  # cancelled from outside (Ctrl-C): the bundle is marked, let it propagate
+            if self._resume is None:
+                writer.write_personas(self.personas)
+            emit(
+                RunStarted(
+                    bundle=str(writer.path),
+                    config=cfg.model_dump(mode="json"),
+                    rounds=cfg.game.rounds,
+                    n_agents=cfg.n_agents,
+                    backend=backend.name,
+                    resumed_after=len(targets),
+                )
+            )
+            await backend.start(shards)
+            described = backend.describe()
+            writer.record(backend=described)
+            for number in range(len(targets) + 1, cfg.game.rounds + 1):
+                if self._cancel_requested:
+                    raise asyncio.CancelledError
+                start = time.perf_counter()
+                ctx = RoundContext(number, cfg.seed, cfg.game, cfg.n_agents, tuple(targets), note)
+                tables = await backend.play_round(ctx, emit)
+                if backend.describe() != described:  # e.g. a respawned Ray actor
+                    described = backend.describe()
+                    writer.record(backend=described)
+                stats, seconds = await self._store_round(writer, number, tables, group_codes, start)
+                targets.append(stats.target)
+                row = {**stats.as_dict(), "seconds": seconds}
+                emit(RoundFinished(round=number, stats=row, failures=_failures(tables)))
+                if on_round is not None:
+                    called = on_round(number, stats, seconds)
+                    if inspect.isawaitable(called):
+                        await called
+        except BaseException as exc:  # recorded in the bundle, then re-raised unless ours
+            error = exc
         finally:
             self._task = None
+            await backend.close()
+        status = _final_status(error)
+        final = RunFinished(
+            run_id=writer.run_id,
+            status=status,
+            rounds_done=len(targets),
+            error=None if error is None else one_line(error),
+            bundle=str(writer.path),
+        )
+        try:
+            writer.finish(status, error=final.error, event=final.to_dict())
+        except Exception as finish_exc:
+            if error is None:
+                raise
+            error.add_note(f"workbench: could not mark {writer.path} as {status}: {finish_exc}")
+        finally:
+            listeners.emit(final)
             if bar is not None:
                 bar.close()
-            await self.backend.close()
+        if error is not None and not (
+            isinstance(error, asyncio.CancelledError) and self._cancel_requested
+        ):
+            raise error
         return Bundle.open(writer.path)
+
+    async def _store_round(
+        self,
+        writer: BundleWriter,
+        number: int,
+        tables: list[pa.Table],
+        group_codes: tuple[np.ndarray, list[str]] | None,
+        start: float,
+    ) -> tuple[RoundStats, float]:
+        """Write the shards' tables and reduce them at once (Arrow releases the GIL)."""
+        writes = (
+            asyncio.to_thread(writer.write_responses, number, shard_index, table)
+            for shard_index, table in enumerate(tables)
+        )
+        reduced, *_ = await asyncio.gather(
+            asyncio.to_thread(_stats, tables, self.config, group_codes), *writes
+        )
+        stats, groups = reduced
+        if groups:
+            writer.write_group_stats(number, groups)
+        seconds = time.perf_counter() - start
+        writer.end_round({"round": number, **stats.as_dict(), "seconds": seconds})
+        return stats, seconds
 
     def run(self, **kwargs: Any) -> Bundle:
         """Blocking `arun`; inside a running event loop (Jupyter) it runs on a helper thread."""
@@ -331,17 +400,6 @@ class _Resume:
     path: Path
     targets: list[float]
     memory: pd.DataFrame | None
-
-
-Backend = LocalBackend | RayBackend
-
-
-def make_backend(config: RunConfig, model: ChatModel | None = None) -> Backend:
-    """The backend `config.backend.kind` names (`model`: an object to run instead of the
-    config's model)."""
-    if config.backend.kind == "ray":
-        return RayBackend(config, max_restarts=config.backend.max_restarts, model=model)
-    return LocalBackend()
 
 
 def _stats(
@@ -366,13 +424,38 @@ def _stats(
     return round_stats(guesses, valid, cfg.game), per_group
 
 
-def _progress(total: int, label: str, enabled: bool, initial: int = 0) -> Any:
-    """A tqdm bar over rounds (a widget in notebooks), or None when disabled."""
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
+class RoundBar:
+    """A tqdm bar over rounds (a widget in notebooks), fed by the run's events."""
 
-    return tqdm(total=total, initial=initial, desc=label, unit="round", leave=True)
+    def __init__(self, total: int, label: str, initial: int = 0) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=total, initial=initial, desc=label, unit="round", leave=True)
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RoundFinished):
+            mean, target = event.stats.get("mean"), event.stats.get("target")
+            self.bar.set_postfix(mean=f"{mean:.2f}", target=f"{target:.2f}")
+            self.bar.update(1)
+
+    def close(self) -> None:
+        """Close the bar."""
+        self.bar.close()
+
+
+def _final_status(error: BaseException | None) -> str:
+    """complete without an error; cancelled for Ctrl-C or a cancel; failed otherwise."""
+    if error is None:
+        return "complete"
+    if isinstance(error, KeyboardInterrupt | asyncio.CancelledError):
+        return "cancelled"
+    return "failed"
+
+
+def _failures(tables: list[pa.Table]) -> int:
+    """Answers of a round whose model call failed (model_error or timeout)."""
+    failed = pa.array(["model_error", "timeout"])
+    return sum(int(pc.sum(pc.is_in(t.column("status"), failed)).as_py() or 0) for t in tables)
 
 
 def run(config: RunConfig | str | Path, **kwargs: Any) -> Bundle:

@@ -1,0 +1,166 @@
+"""Run events: the bus, the typed records, and following a live run from another process.
+
+The follower is a real second process that knows only the bundle's path: it reads
+events.jsonl as the run appends to it, as a restarted dashboard would.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench.results import verify_bundle
+from workbench.runtime import (
+    EventBus,
+    RoundFinished,
+    RunFinished,
+    RunStarted,
+    ShardProgress,
+    Simulation,
+    run_state,
+)
+from workbench.runtime.events import event_from_dict
+
+FOLLOWER = """
+import json, sys, time
+from pathlib import Path
+from workbench.runtime import follow
+path = Path(sys.argv[1])
+while not (path / "events.jsonl").is_file():
+    time.sleep(0.02)
+for event in follow(path, poll_s=0.02, timeout_s=120):
+    print(json.dumps({"seen": time.time(), **event.to_dict()}), flush=True)
+"""
+
+
+def test_the_bus_delivers_in_order_and_survives_a_broken_subscriber() -> None:
+    seen: list[str] = []
+    bus = EventBus()
+    bus.subscribe(lambda e: seen.append(f"a:{e.kind}"))
+    bus.subscribe(lambda e: 1 / 0)
+    bus.subscribe(lambda e: seen.append(f"b:{e.kind}"))
+    bus.emit(RoundFinished(run_id="r", round=1, stats={"mean": 1.0}))
+    assert seen == ["a:round_finished", "b:round_finished"]
+    assert bus.errors == ["ZeroDivisionError: division by zero"]
+
+
+def test_events_round_trip_through_json() -> None:
+    events = [
+        RunStarted(run_id="r", bundle="b", config={}, rounds=2, n_agents=3, backend="local"),
+        ShardProgress(run_id="r", round=1, shard=0, agents=3, answered=3, state="done"),
+        RoundFinished(run_id="r", round=1, stats={"mean": 2.5}),
+        RunFinished(run_id="r", status="complete", rounds_done=2),
+    ]
+    for event in events:
+        assert event_from_dict(json.loads(json.dumps(event.to_dict()))) == event
+    assert event_from_dict({"kind": "from_the_future", "run_id": "r"}) is None
+
+
+def _follow_a_run(sim: Simulation, out: Path, run_id: str) -> list[dict]:
+    """Play `sim` here while a second process follows its bundle; what the follower printed."""
+    bundle = out / run_id
+    follower = subprocess.Popen(
+        [sys.executable, "-c", FOLLOWER, str(bundle)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        sim.run(out_dir=out, run_id=run_id, progress=False)
+        stdout, stderr = follower.communicate(timeout=120)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+    assert follower.returncode == 0, stderr
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def _assert_live(seen: list[dict], rounds: int, shards: int, latency_s: float) -> None:
+    """The follower saw the run live: running -> complete, shards playing before rounds ended."""
+    kinds = [e["kind"] for e in seen]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert seen[-1]["status"] == "complete" and seen[-1]["rounds_done"] == rounds
+    for number in range(1, rounds + 1):
+        progress = [e for e in seen if e["kind"] == "shard_progress" and e["round"] == number]
+        finished = next(e for e in seen if e["kind"] == "round_finished" and e["round"] == number)
+        playing = [e for e in progress if e["state"] == "playing"]
+        done = [e for e in progress if e["state"] == "done"]
+        assert sorted(e["shard"] for e in playing) == list(range(shards))
+        assert sorted(e["shard"] for e in done) == list(range(shards))
+        assert all(e["answered"] == e["agents"] and e["errors"] == {} for e in done)
+        assert all(e["pid"] is not None and e["rss_bytes"] for e in done)
+        # seen while the round was still going: the agents' latency separates the two
+        assert finished["seen"] - min(e["seen"] for e in playing) >= latency_s * 0.8
+        assert seen.index(finished) > max(seen.index(e) for e in done)
+    lags = [e["seen"] - _epoch(e["at"]) for e in seen]
+    assert max(lags) < 5.0, lags  # each event reached the other process within seconds
+
+
+def _epoch(iso: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso).timestamp()
+
+
+@pytest.mark.slow
+def test_another_process_follows_a_live_local_run(make_config, tmp_path: Path) -> None:
+    latency = 0.6
+    config = make_config(
+        policy={"kind": "random", "latency_s": latency}, n_agents=8, rounds=3, agents_per_shard=4
+    )
+    seen = _follow_a_run(Simulation(config), tmp_path, "followed-local")
+    _assert_live(seen, rounds=3, shards=2, latency_s=latency)
+    bundle = tmp_path / "followed-local"
+    state = run_state(bundle)
+    assert (state.true_status, state.rounds_done, len(state.stats)) == ("complete", 3, 3)
+    report = verify_bundle(bundle)
+    assert report.ok, report.problems
+    assert "events.jsonl" in json.loads((bundle / "manifest.json").read_text())["files"]
+
+
+@pytest.mark.ray
+def test_another_process_follows_a_live_ray_run(ray_cluster, make_config, tmp_path: Path) -> None:
+    from workbench.config import BackendSpec
+
+    latency = 0.6
+    config = make_config(
+        policy={"kind": "random", "latency_s": latency}, n_agents=8, rounds=2, agents_per_shard=4
+    )
+    backend = BackendSpec(kind="ray", address=ray_cluster.address, agents_per_shard=4)
+    config = config.model_copy(update={"backend": backend})
+    seen = _follow_a_run(Simulation(config), tmp_path, "followed-ray")
+    _assert_live(seen, rounds=2, shards=2, latency_s=latency)
+    done = [e for e in seen if e["kind"] == "shard_progress" and e["state"] == "done"]
+    # the shard actors' own reports: their Ray nodes and processes, not the driver's
+    assert {e["pid"] for e in done}.isdisjoint({__import__("os").getpid()})
+    assert all(e["node"] and e["node"] != "local" for e in done)
+
+
+def test_a_killed_writer_reads_dead_not_running(make_config, tmp_path: Path) -> None:
+    """A run whose process died without finishing is not shown as running forever."""
+    config = make_config(policy={"kind": "random", "latency_s": 30}, n_agents=4, rounds=1)
+    script = (
+        "import sys\n"
+        "from workbench.config import RunConfig\n"
+        "from workbench.runtime import Simulation\n"
+        "config = RunConfig.model_validate_json(sys.argv[1])\n"
+        "Simulation(config).run(out_dir=sys.argv[2], run_id='killed', progress=False)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script, config.model_dump_json(), tmp_path])
+    bundle = tmp_path / "killed"
+    try:
+        deadline = time.monotonic() + 60
+        while not (bundle.is_dir() and run_state(bundle).status == "running"):
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.05)
+        assert run_state(bundle).true_status == "running"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert run_state(bundle).true_status == "dead"

@@ -1,0 +1,291 @@
+"""A run's events: typed records of what happened, for every subscriber and for the bundle.
+
+The Simulation and the backends emit a small stream: the run started (bundle path, config),
+a shard's progress within a round (agents answered, errors by status, tokens, where it ran),
+a round finished (its statistics), the run finished, failed or was cancelled (with the error).
+tqdm, the CLI's round table, `on_round` callbacks, the dashboard and the cluster monitor are
+subscribers of an `EventBus`; the bundle's `events.jsonl` is one more, so another process (a
+dashboard that restarted) can `follow` a live run from disk and tell its true status.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+RUN_STATES = ("running", "complete", "failed", "cancelled")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Base of every event: its kind, the run it belongs to and when it happened (UTC)."""
+
+    kind: ClassVar[str] = "event"
+    run_id: str = ""
+    at: str = field(default_factory=_now)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as plain JSON data, with its `kind`."""
+        return {"kind": self.kind, **dataclasses.asdict(self)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStarted(Event):
+    """A run began writing its bundle (or a resumed run continued after `resumed_after` rounds)."""
+
+    kind: ClassVar[str] = "run_started"
+    bundle: str
+    config: dict[str, Any]
+    rounds: int
+    n_agents: int
+    backend: str
+    resumed_after: int = 0
+    pid: int = field(default_factory=os.getpid)
+    host: str = field(default_factory=socket.gethostname)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShardProgress(Event):
+    """A shard's progress in a round: `answered` of `agents`, errors by status, tokens, place.
+
+    `state` is "playing" when the shard starts the round and "done" when its decisions are in.
+    """
+
+    kind: ClassVar[str] = "shard_progress"
+    round: int
+    shard: int
+    agents: int
+    answered: int = 0
+    state: str = "playing"
+    errors: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    seconds: float = 0.0
+    node: str | None = None
+    pid: int | None = None
+    rss_bytes: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoundFinished(Event):
+    """A round's statistics are in the bundle (mean, target, winners, seconds, ...)."""
+
+    kind: ClassVar[str] = "round_finished"
+    round: int
+    stats: dict[str, Any]
+    failures: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFinished(Event):
+    """The run ended: complete, failed or cancelled; `error` says why when it did not complete."""
+
+    kind: ClassVar[str] = "run_finished"
+    status: str
+    rounds_done: int
+    error: str | None = None
+    bundle: str = ""
+
+
+def rss_bytes() -> int | None:
+    """This process's resident memory now (Linux /proc), None where it cannot be read."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def shard_done(
+    decisions: Any, round_number: int, shard: int, seconds: float, node: str | None = None
+) -> ShardProgress:
+    """The "done" progress of a shard from its decisions table (an Arrow table)."""
+    import pyarrow.compute as pc
+
+    statuses = pc.value_counts(decisions.column("status")).to_pylist()
+    errors = {str(s["values"]): int(s["counts"]) for s in statuses if s["values"] != "ok"}
+    n = decisions.num_rows
+
+    def total(name: str) -> int:
+        return int(pc.sum(decisions.column(name)).as_py() or 0) if n else 0
+
+    latency = pc.mean(decisions.column("latency_s")).as_py() if n else None
+    return ShardProgress(
+        round=round_number,
+        shard=shard,
+        agents=n,
+        answered=n,
+        state="done",
+        errors=errors,
+        prompt_tokens=total("prompt_tokens"),
+        completion_tokens=total("completion_tokens"),
+        latency_s=float(latency or 0.0),
+        seconds=seconds,
+        node=node,
+        pid=os.getpid(),
+        rss_bytes=rss_bytes(),
+    )
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls for cls in (RunStarted, ShardProgress, RoundFinished, RunFinished)
+}
+
+
+def event_from_dict(data: Mapping[str, Any]) -> Event | None:
+    """The typed event a JSON record holds; None for a kind this version does not know."""
+    cls = EVENT_TYPES.get(str(data.get("kind")))
+    if cls is None:
+        return None
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+Subscriber = Callable[[Event], None]
+
+
+class EventBus:
+    """Delivers each emitted event to every subscriber, in subscription order.
+
+    A subscriber that raises is dropped from the delivery of that event only and the error is
+    kept in `errors`: a broken progress bar never stops a run.
+    """
+
+    def __init__(self, subscribers: list[Subscriber] | None = None) -> None:
+        self._subscribers: list[Subscriber] = list(subscribers or [])
+        self.errors: list[str] = []
+
+    def subscribe(self, subscriber: Subscriber) -> Subscriber:
+        """Add a subscriber; returns it (so it can be used as a decorator)."""
+        self._subscribers.append(subscriber)
+        return subscriber
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        """Remove a subscriber if present."""
+        if subscriber in self._subscribers:
+            self._subscribers.remove(subscriber)
+
+    def emit(self, event: Event) -> None:
+        """Deliver `event` to every subscriber."""
+        for subscriber in list(self._subscribers):
+            try:
+                subscriber(event)
+            except Exception as exc:  # a subscriber's bug must not stop the run
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+
+
+@dataclass
+class RunState:
+    """What a follower knows of a run from its events: status, rounds, shards' latest progress."""
+
+    status: str = "unknown"
+    run_id: str | None = None
+    rounds: int = 0
+    rounds_done: int = 0
+    error: str | None = None
+    shards: dict[int, ShardProgress] = field(default_factory=dict)
+    stats: list[dict[str, Any]] = field(default_factory=list)
+    pid: int | None = None
+    host: str | None = None
+
+    def apply(self, event: Event) -> None:
+        """Update the state with one event."""
+        self.run_id = event.run_id
+        if isinstance(event, RunStarted):
+            self.status, self.rounds = "running", event.rounds
+            self.rounds_done, self.error = event.resumed_after, None
+            self.pid, self.host = event.pid, event.host
+            self.stats = self.stats[: event.resumed_after]
+        elif isinstance(event, ShardProgress):
+            self.shards[event.shard] = event
+        elif isinstance(event, RoundFinished):
+            self.rounds_done = event.round
+            self.stats = [*self.stats[: event.round - 1], {"round": event.round, **event.stats}]
+        elif isinstance(event, RunFinished):
+            self.status, self.error, self.rounds_done = event.status, event.error, event.rounds_done
+
+    @property
+    def writer_alive(self) -> bool | None:
+        """Whether the process writing a running run is alive (None: on another host, unknown)."""
+        if self.pid is None or self.host != socket.gethostname():
+            return None
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    @property
+    def true_status(self) -> str:
+        """`status`, except that a running run whose writer died reads "dead"."""
+        if self.status == "running" and self.writer_alive is False:
+            return "dead"
+        return self.status
+
+
+def run_state(bundle: str | Path) -> RunState:
+    """A run's state from its bundle's events.jsonl (as another process sees it)."""
+    from workbench.results import read_events
+
+    state = RunState()
+    records, _ = read_events(Path(bundle))
+    for record in records:
+        event = event_from_dict(record)
+        if event is not None:
+            state.apply(event)
+    return state
+
+
+def follow(
+    bundle: str | Path, *, poll_s: float = 0.1, timeout_s: float | None = None
+) -> Iterator[Event]:
+    """Yield a run's events as they are appended, from the first, until it finishes.
+
+    Works from another process while the run goes on; stops after a `RunFinished`, or after
+    `timeout_s` seconds (TimeoutError), or when the writer died without finishing (the last
+    event yielded is then a synthetic `RunFinished` with status "failed").
+    """
+    from workbench.results import read_events
+
+    path, offset = Path(bundle), 0
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    state = RunState()
+    while True:
+        records, offset = read_events(path, offset)
+        if not records and state.status == "running" and state.writer_alive is False:
+            records, offset = read_events(path, offset)  # it may have finished meanwhile
+            if not records:
+                yield RunFinished(
+                    run_id=state.run_id or "",
+                    status="failed",
+                    rounds_done=state.rounds_done,
+                    error=f"the writing process (pid {state.pid}) died without finishing",
+                    bundle=str(path),
+                )
+                return
+        for record in records:
+            event = event_from_dict(record)
+            if event is None:
+                continue
+            state.apply(event)
+            yield event
+            if isinstance(event, RunFinished):
+                return
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"{path}: no run_finished event within {timeout_s} s")
+        if not records:
+            time.sleep(poll_s)

@@ -1,0 +1,161 @@
+"""Model actors on Ray: one model shared by many shard actors (per node, per GPU, or per cluster).
+
+A shard actor that builds its own model loads it once per shard; for an in-process vLLM engine
+that is one engine per shard on one GPU. Instead the Ray backend can start `ModelActor`s, each
+holding one model, and give every shard a `RemoteModel` that forwards its batches to the model
+actor on its own node. Ray restarts a model actor whose process dies and retries the calls that
+were in flight; a model actor that stays dead turns its shards' requests into recorded
+model_error answers, never a lost round.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from workbench.config import RunConfig
+from workbench.errors import ConfigError
+from workbench.llm import ChatModel, as_chat_model, model_for
+from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
+
+Placement = Literal["shard", "node", "gpu", "cluster"]
+
+AUTO_PLACEMENT: dict[str, Placement] = {"vllm": "gpu", "openai": "cluster", "replay": "node"}
+"""`model_placement: auto` by model kind (others, i.e. embedded: every shard its own model)."""
+
+
+def resolve_placement(config: RunConfig, given_model: bool = False) -> Placement:
+    """Where the run's model lives: the config's choice, or the default for its model kind.
+
+    A model object handed to `Simulation(model=...)` lives in one actor for the cluster; with
+    several kinds in a mixed population the most shared placement wins (gpu, cluster, node).
+    """
+    requested = config.backend.model_placement
+    if requested != "auto":
+        return requested
+    if given_model:
+        return "cluster"
+    kinds = {spec.kind for spec in config.models.values()} or {config.model.kind}
+    chosen = {AUTO_PLACEMENT[k] for k in kinds if k in AUTO_PLACEMENT}
+    for placement in ("gpu", "cluster", "node"):
+        if placement in chosen:
+            return placement  # type: ignore[return-value]
+    return "shard"
+
+
+@dataclass(frozen=True)
+class EngineSlot:
+    """Where one model actor goes: its node and the GPUs it holds."""
+
+    node: str
+    gpus: int = 0
+
+
+def plan_engines(
+    placement: Placement,
+    nodes: dict[str, dict[str, float]],
+    driver_node: str | None = None,
+    gpus_per_engine: int = 1,
+) -> list[EngineSlot]:
+    """The model actors a placement needs on these nodes ({node id: resources}).
+
+    `shard` needs none; `cluster` one on the driver's node; `node` one per node; `gpu` one per
+    `gpus_per_engine` GPUs of every node (ConfigError naming backend.model_placement when no
+    node has that many).
+    """
+    ordered = sorted(nodes)
+    if placement == "shard":
+        return []
+    if placement == "cluster":
+        return [EngineSlot(driver_node if driver_node in nodes else ordered[0])]
+    if placement == "node":
+        return [EngineSlot(node) for node in ordered]
+    slots = [
+        EngineSlot(node, gpus_per_engine)
+        for node in ordered
+        for _ in range(int(nodes[node].get("GPU", 0)) // gpus_per_engine)
+    ]
+    if not slots:
+        most = max(int(resources.get("GPU", 0)) for resources in nodes.values())
+        raise ConfigError(
+            f"backend.model_placement: gpu needs {gpus_per_engine} GPU(s) on one node for an "
+            f"engine, and the nodes of this Ray cluster have at most {most}; use "
+            "model_placement: node (or shard), a smaller tensor_parallel_size, or a cluster "
+            "with GPU nodes"
+        )
+    return slots
+
+
+def gpus_per_engine(config: RunConfig) -> int:
+    """GPUs each model actor holds: the most any of the run's models needs."""
+    specs = list(config.models.values()) or [config.model]
+    return max(spec.gpus_per_engine() for spec in specs)
+
+
+def engine_for(
+    shard_node: str, index: int, slots: Sequence[EngineSlot], alive: set[str] | None = None
+) -> int:
+    """Which model actor shard `index` on `shard_node` asks: one on its own node when there is
+    one (shards of a node take turns over its GPUs), else one on any alive node (round-robin)."""
+    local = [i for i, slot in enumerate(slots) if slot.node == shard_node]
+    live = [i for i, slot in enumerate(slots) if alive is None or slot.node in alive]
+    pool = local or live or list(range(len(slots)))
+    return pool[index % len(pool)]
+
+
+class ModelActor:
+    """Hosts one chat model inside a Ray actor; shard actors send it their batches."""
+
+    def __init__(self, source: RunConfig | ChatModel) -> None:
+        model = model_for(source) if isinstance(source, RunConfig) else as_chat_model(source)
+        model.load()  # now, so that a model that cannot load fails the run before it starts
+        self.model: ChatModel = model
+
+    async def generate(
+        self, requests: Sequence[ChatRequest], params: SamplingParams
+    ) -> list[ChatResult]:
+        """One shard's batch, answered by this actor's model."""
+        return await self.model.generate(requests, params)
+
+    def identity(self) -> dict[str, Any]:
+        """The hosted model's identity."""
+        return dict(self.model.identity)
+
+    def where(self) -> dict[str, Any]:
+        """Node, process and the GPUs Ray gave this actor (for the monitor and tests)."""
+        import ray
+
+        return {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "pid": os.getpid(),
+            "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        }
+
+
+class RemoteModel(ChatModel):
+    """A `ChatModel` that forwards batches to a `ModelActor` (what shard actors hold)."""
+
+    def __init__(self, handle: Any, identity: dict[str, Any], engine: int) -> None:
+        self.handle = handle
+        self._identity = identity
+        self.engine = engine
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """The remote model's identity."""
+        return self._identity
+
+    async def generate(
+        self, requests: Sequence[ChatRequest], params: SamplingParams
+    ) -> list[ChatResult]:
+        """The model actor's answers; a model actor that stays dead answers model_error."""
+        from ray.exceptions import RayActorError
+
+        try:
+            return list(await self.handle.generate.remote(list(requests), params))
+        except RayActorError as exc:
+            error = f"model actor {self.engine} died: {str(exc).splitlines()[0]}"
+            return [ChatResult(None, error=error, error_kind="model_error") for _ in requests]
