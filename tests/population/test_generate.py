@@ -1,4 +1,5 @@
-"""LLM persona generation: meta-prompt, tag parsing, retries, fallback, persona sets, CLI."""
+"""LLM persona writing (`agents.persona_writer`): meta-prompt, tag parsing, retries, fallback;
+persona sets on disk (`population.persona_sets`); the old import paths; the CLI."""
 
 from __future__ import annotations
 
@@ -10,19 +11,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from workbench.agents.persona_writer import (
+    generate_personas,
+    meta_prompt,
+    parse_persona,
+    persona_seed,
+)
 from workbench.config import PopulationSpec, load_population_spec
 from workbench.errors import ConfigError
 from workbench.llm.base import ChatResult, SamplingParams
 from workbench.llm.cache import CachedModel, ResponseCache
 from workbench.population import sample_population
-from workbench.population.generate import (
-    generate_personas,
-    load_persona_set,
-    meta_prompt,
-    parse_persona,
-    persona_seed,
-    save_persona_set,
-)
+from workbench.population.persona_sets import load_persona_set, save_persona_set
 
 ROOT = Path(__file__).resolve().parents[2]
 EDUCATION = ROOT / "personas" / "paper-education.yaml"
@@ -157,6 +157,34 @@ def test_save_load_round_trip(spec, tmp_path):
     assert meta["model"] == {"engine": "fake", "name": "x"}
     assert meta["n"] == 5 and meta["created_at"]
     assert meta["sources"] == {"llm": 4, "template": 1}
+
+
+def test_old_import_paths_are_the_new_objects():
+    import workbench.agents.persona_writer as writer
+    import workbench.population as population
+    import workbench.population.generate as shim
+    import workbench.population.persona_sets as sets
+
+    assert population.generate_personas is writer.generate_personas  # lazy, PEP 562
+    assert "generate_personas" in dir(population) and "generate_personas" in population.__all__
+    for name in shim.__all__:
+        home = writer if hasattr(writer, name) else sets
+        assert getattr(shim, name) is getattr(home, name), name
+    assert shim.save_persona_set is sets.save_persona_set is population.save_persona_set
+    assert shim.load_persona_set is sets.load_persona_set is population.load_persona_set
+    with pytest.raises(AttributeError, match="no_such_name"):
+        population.no_such_name  # noqa: B018
+
+
+def test_model_answering_too_few_is_a_contract_error(spec):
+    from workbench.errors import ContractError
+
+    class Short(FakeModel):
+        async def generate(self, requests, params):
+            return (await super().generate(requests, params))[:-1]
+
+    with pytest.raises(ContractError, match="3 results for 4 requests"):
+        asyncio.run(generate_personas(sample_population(spec, 4, seed=0), spec, Short()))
 
 
 def test_load_missing_or_unreadable(tmp_path):

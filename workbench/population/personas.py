@@ -13,7 +13,7 @@ import pandas as pd
 
 from workbench.config import PopulationSpec, template_fields
 from workbench.errors import ConfigError
-from workbench.population.sample import marginal_shares
+from workbench.population.shares import marginal_shares
 
 __all__ = ["generic_persona", "persona_texts", "population_note"]
 

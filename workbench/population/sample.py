@@ -6,14 +6,18 @@ draws every agent independently. Each dimension has its own random stream derive
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Sequence
-
 import numpy as np
 import pandas as pd
 
 from workbench.config import DimensionSpec, PopulationSpec
 from workbench.errors import ConfigError
+from workbench.population.personas import persona_texts
+from workbench.population.shares import (
+    as_int,
+    dimension_share_matrix,
+    marginal_shares,
+    quota_counts,
+)
 
 # Quota codes are shuffled in blocks of this many agents (fits in a CPU cache).
 _BLOCK = 1 << 16
@@ -22,79 +26,12 @@ __all__ = [
     "counts_table",
     "dimension_share_matrix",
     "marginal_shares",
+    "quota_assignment",
     "quota_counts",
     "sample_population",
 ]
-
-
-def quota_counts(shares: Sequence[float], n: int) -> np.ndarray:
-    """Exact counts summing to n by the largest remainder (Hamilton) method.
-
-    Ties between equal remainders go to the earlier category, so the result is deterministic.
-    """
-    n = _as_int(n, "n")
-    if n < 0:
-        raise ConfigError(f"n must be >= 0, got {n}")
-    weights = np.asarray(shares, dtype=np.float64)
-    if weights.ndim != 1 or weights.size == 0:
-        raise ConfigError("shares must be a non-empty list of numbers")
-    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
-        raise ConfigError(f"shares must be finite and >= 0, got {weights.tolist()}")
-    total = weights.sum()
-    if total <= 0:
-        raise ConfigError(f"shares must not all be 0, got {weights.tolist()}")
-    if n == 0:
-        return np.zeros(weights.size, dtype=np.int64)
-    if total != 1.0:  # within the validator's tolerance: rescale so the quotas sum to n
-        weights = weights / total
-    quotas = weights * n
-    counts = np.floor(quotas).astype(np.int64)
-    remainders = quotas - counts
-    remainders[weights == 0] = -1.0  # a zero share never gets a seat
-    left = n - int(counts.sum())
-    order = np.argsort(-remainders, kind="stable")  # largest first, earlier category on ties
-    if left > 0:
-        counts[order[:left]] += 1
-    elif left < 0:  # float rounding pushed a floor up: take seats back from the smallest remainders
-        for i in order[::-1]:
-            if left == 0:
-                break
-            if counts[i] > 0:
-                counts[i] -= 1
-                left += 1
-    return counts
-
-
-def dimension_share_matrix(dim: DimensionSpec, parent_categories: Sequence[str] = ()) -> np.ndarray:
-    """Shares as a (parent categories x categories) matrix; one row for an unconditional dimension.
-
-    Columns follow `dim.categories()`, rows `parent_categories`; missing entries are 0.
-    """
-    categories = dim.categories()
-    if dim.given is None:
-        tables = [dim.shares]
-    else:
-        tables = [dim.shares[parent] for parent in parent_categories]  # type: ignore[misc]
-    matrix = np.zeros((len(tables), len(categories)), dtype=np.float64)
-    column = {c: j for j, c in enumerate(categories)}
-    for i, table in enumerate(tables):
-        for category, share in table.items():  # type: ignore[union-attr]
-            matrix[i, column[category]] = float(share)  # type: ignore[arg-type]
-    return matrix
-
-
-def marginal_shares(spec: PopulationSpec) -> dict[str, dict[str, float]]:
-    """Each dimension's overall shares; a conditional one is averaged over its parent's shares."""
-    result: dict[str, dict[str, float]] = {}
-    for dim in spec.dimensions:
-        if dim.given is None:
-            row = dimension_share_matrix(dim)[0]
-        else:
-            parent = result[dim.given]
-            matrix = dimension_share_matrix(dim, list(parent))
-            row = np.asarray(list(parent.values())) @ matrix
-        result[dim.name] = dict(zip(dim.categories(), row.tolist(), strict=True))
-    return result
+# dimension_share_matrix, marginal_shares and quota_counts live in `shares.py`; re-exported here
+# so `workbench.population.sample.quota_counts` keeps working.
 
 
 def sample_population(
@@ -104,8 +41,8 @@ def sample_population(
 
     Identical for the same (spec, n, seed); dimension i draws from SeedSequence([seed, i]).
     """
-    n = _as_int(n, "n")
-    seed = _as_int(seed, "seed")
+    n = as_int(n, "n")
+    seed = as_int(seed, "seed")
     if n < 1:
         raise ConfigError(f"n must be >= 1, got {n}")
     if seed < 0:
@@ -120,8 +57,6 @@ def sample_population(
         )
     frame = pd.DataFrame({"agent_id": np.arange(n, dtype=np.int64), **columns}, copy=False)
     if with_text:
-        from workbench.population.personas import persona_texts
-
         frame["persona"] = persona_texts(spec, frame)
     return frame
 
@@ -234,16 +169,6 @@ def _code_dtype(n_categories: int) -> type[np.signedinteger]:
     if n_categories < 2**15:
         return np.int16
     return np.int32
-
-
-def _as_int(value: object, name: str) -> int:
-    """`value` as a Python int; ConfigError for floats, strings and other non-integers."""
-    if isinstance(value, bool):
-        raise ConfigError(f"{name} must be an integer, got {value!r}")
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise ConfigError(f"{name} must be an integer, got {value!r}") from None
 
 
 def quota_assignment(shares: dict[str, float], n: int, seed: int, salt: int) -> pd.Categorical:
