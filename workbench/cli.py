@@ -241,11 +241,12 @@ def personas_generate(
     """Sample N agents from SPEC and let a language model write each one's persona."""
     import asyncio
 
+    from workbench.agents.persona_writer import generate_personas
     from workbench.config import ModelSpec, load_population_spec
     from workbench.errors import ConfigError
     from workbench.llm import make_model, sampling_params
     from workbench.population import sample_population
-    from workbench.population.generate import generate_personas, save_persona_set
+    from workbench.population.persona_sets import save_persona_set
 
     population = load_population_spec(spec)
     out = out if out is not None else Path("personas") / f"{population.name}.parquet"
