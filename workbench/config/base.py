@@ -85,6 +85,7 @@ class StrictModel(BaseModel):
     """Location entries of this spec's tagged unions, left out of error messages."""
 
     def __init__(self, /, **data: Any) -> None:
+        """Build and validate the spec; ConfigError (not ValidationError) for bad data."""
         with spec_errors(type(self).__name__, self.union_tags):
             super().__init__(**data)
 
@@ -93,6 +94,7 @@ class StrictModel(BaseModel):
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     def __setattr__(self, name: str, value: Any) -> None:
+        """Assign and validate a field; ConfigError for a bad value (the spec is unchanged)."""
         with spec_errors(type(self).__name__, self.union_tags):
             super().__setattr__(name, value)
 

@@ -47,6 +47,7 @@ class _ConfigLoader(yaml.SafeLoader):
     _depth = 0
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        """Compose one node, one level deeper; YAMLDepthError past MAX_YAML_DEPTH."""
         self._depth += 1
         try:
             if self._depth > MAX_YAML_DEPTH:
@@ -56,6 +57,7 @@ class _ConfigLoader(yaml.SafeLoader):
             self._depth -= 1
 
     def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        """A mapping with keys as written; ConstructorError naming a duplicate key's line."""
         if not isinstance(node, yaml.MappingNode):
             return super().construct_mapping(node, deep=deep)
         own: set[Any] = set()
@@ -75,6 +77,7 @@ class _ConfigLoader(yaml.SafeLoader):
         return {self._key(k, deep): self.construct_object(v, deep=deep) for k, v in node.value}
 
     def _key(self, node: yaml.Node, deep: bool) -> Any:
+        """A key as written (scalars stay text); ConstructorError for an unhashable key."""
         if isinstance(node, yaml.ScalarNode):
             return node.value
         key = self.construct_object(node, deep=deep)
