@@ -87,3 +87,10 @@ def test_every_field_has_a_description(model: type[BaseModel]) -> None:
 @pytest.mark.parametrize("model", spec_models(), ids=lambda m: m.__name__)
 def test_every_spec_has_a_docstring(model: type[BaseModel]) -> None:
     assert model.__doc__ and model.__doc__.strip()
+
+
+@pytest.mark.parametrize("model", ROOTS, ids=lambda m: m.__name__)
+def test_json_schema_carries_the_descriptions(model: type[BaseModel]) -> None:
+    """The dashboard builds forms from the JSON schema: every property has its description."""
+    properties = model.model_json_schema()["properties"]
+    assert all(prop.get("description") for prop in properties.values())

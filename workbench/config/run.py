@@ -85,7 +85,7 @@ class RunConfig(StrictModel):
         "config give the same agents",
     )
     n_agents: int = Field(
-        100, ge=1, le=MAX_AGENTS, description=f"agents in the game, 1 to {MAX_AGENTS:_}"
+        100, ge=1, le=MAX_AGENTS, description=f"agents in the game, 1 to {MAX_AGENTS:,}"
     )
     population: PopulationField = Field(
         description="a population spec inline, or a path to one (relative to the config file)"
