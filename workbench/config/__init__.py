@@ -1,0 +1,97 @@
+"""Pydantic models for every spec the workbench reads, with safe YAML in and out.
+
+A `RunConfig` names a population, a game, a policy, a model and a backend. Every model forbids
+unknown keys and validates its own ranges, so a bad file fails with one message that names the
+field, what is allowed and what came (`load_run_config`, `load_population_spec`); building or
+changing a spec in Python raises the same `ConfigError`, named after the spec's class.
+
+One module per spec: `base` (StrictModel, value helpers), `game`, `population`, `policy`,
+`model`, `backend`, `run` (RunConfig), `yaml_io` (files). This face re-exports them all.
+"""
+
+from workbench.config.backend import BackendSpec
+from workbench.config.base import (
+    MAX_FORMAT_WIDTH,
+    SHARE_TOLERANCE,
+    StrictModel,
+    UnionTags,
+    format_validation_error,
+    parse_number,
+    spec_errors,
+    template_fields,
+)
+from workbench.config.game import GAME_BOUND, GameSpec, PromptSpec
+from workbench.config.model import PARALLEL_SIZES, ModelSpec
+from workbench.config.policy import (
+    POLICY_KINDS,
+    POLICY_SPECS,
+    LevelKPolicySpec,
+    LLMPolicySpec,
+    PolicySpec,
+    RandomPolicySpec,
+)
+from workbench.config.population import RESERVED_COLUMNS, DimensionSpec, PopulationSpec
+from workbench.config.run import (
+    MAX_AGENTS,
+    MAX_NAME_LENGTH,
+    UNION_TAGS,
+    OutputSpec,
+    PopulationField,
+    RunConfig,
+)
+from workbench.config.yaml_io import (
+    MAX_YAML_DEPTH,
+    M,
+    YAMLDepthError,
+    load_population_spec,
+    load_run_config,
+    parse_yaml,
+    read_yaml,
+    resolve_population,
+    save_yaml,
+    to_yaml,
+    validate,
+)
+
+__all__ = [
+    "GAME_BOUND",
+    "MAX_AGENTS",
+    "MAX_FORMAT_WIDTH",
+    "MAX_NAME_LENGTH",
+    "MAX_YAML_DEPTH",
+    "PARALLEL_SIZES",
+    "POLICY_KINDS",
+    "POLICY_SPECS",
+    "RESERVED_COLUMNS",
+    "SHARE_TOLERANCE",
+    "UNION_TAGS",
+    "BackendSpec",
+    "DimensionSpec",
+    "GameSpec",
+    "LLMPolicySpec",
+    "LevelKPolicySpec",
+    "M",
+    "ModelSpec",
+    "OutputSpec",
+    "PolicySpec",
+    "PopulationField",
+    "PopulationSpec",
+    "PromptSpec",
+    "RandomPolicySpec",
+    "RunConfig",
+    "StrictModel",
+    "UnionTags",
+    "YAMLDepthError",
+    "format_validation_error",
+    "load_population_spec",
+    "load_run_config",
+    "parse_number",
+    "parse_yaml",
+    "read_yaml",
+    "resolve_population",
+    "save_yaml",
+    "spec_errors",
+    "template_fields",
+    "to_yaml",
+    "validate",
+]

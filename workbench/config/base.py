@@ -1,0 +1,202 @@
+"""What every spec shares: the strict base model, its one error type, and the value helpers.
+
+`StrictModel` forbids unknown keys, validates on assignment too, and turns pydantic's
+`ValidationError` into the `ConfigError` the YAML path reports, with the same one-line message
+(`GameSpec: ratio: must be in (0, 1], got 2.0`). The helpers below it are pure functions and
+raise plain `ValueError` (the rule in `workbench.errors`); the spec validators call them.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterator
+from contextlib import contextmanager
+from fractions import Fraction
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from workbench.errors import ConfigError
+
+SHARE_TOLERANCE = 1e-6
+"""How far a table of shares may sum from 1 (floats written as decimals rarely sum exactly)."""
+
+MAX_FORMAT_WIDTH = 1000
+"""Largest width or precision a template's format spec may ask for (`{name:>1000}`)."""
+
+UnionTags = frozenset[tuple[str, str]]
+"""(field, tag) pairs that pydantic puts into error locations for a tagged union field."""
+
+
+def _location(loc: tuple[int | str, ...], union_tags: UnionTags) -> str:
+    """A pydantic error location as `a.b.0.c`, without validator and union-tag entries."""
+    parts: list[str] = []
+    previous: int | str | None = None
+    for part in loc:
+        if not str(part).startswith("function-") and (previous, part) not in union_tags:
+            parts.append(str(part))
+        previous = part
+    return ".".join(parts)
+
+
+def format_validation_error(
+    source: str, error: ValidationError, union_tags: UnionTags = frozenset()
+) -> str:
+    """One problem per `;`-separated part: `source: field.path: message, got value`.
+
+    `union_tags` are the location entries a tagged union adds (a spec's `union_tags`); they are
+    dropped so the path reads as the keys the user wrote.
+    """
+    lines = []
+    for item in error.errors():
+        loc = _location(item["loc"], union_tags)
+        msg = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            msg = "unknown key; remove it or check its spelling"
+        elif item["type"] == "missing":
+            msg = "required field is missing"
+        elif "input" in item and not isinstance(item["input"], dict | list):
+            msg = f"{msg}, got {item['input']!r}" if "got" not in msg else msg
+        where = f"{source}: {loc}: " if loc else f"{source}: "
+        lines.append(where + msg)
+    return "; ".join(dict.fromkeys(lines))
+
+
+@contextmanager
+def spec_errors(source: str, union_tags: UnionTags = frozenset()) -> Iterator[None]:
+    """Re-raise a pydantic ValidationError inside the block as one-line ConfigError."""
+    try:
+        yield
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(source, exc, union_tags)) from None
+
+
+class StrictModel(BaseModel):
+    """Base for specs: unknown keys are errors, values are validated on assignment too.
+
+    Building (`Spec(...)`, `Spec.model_validate(data)`) or assigning a bad value raises
+    `ConfigError` named after the class; `validate_data(data, source)` names a file instead.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+    union_tags: ClassVar[UnionTags] = frozenset()
+    """Location entries of this spec's tagged unions, left out of error messages."""
+
+    def __init__(self, /, **data: Any) -> None:
+        """Build and validate the spec; ConfigError (not ValidationError) for bad data."""
+        with spec_errors(type(self).__name__, self.union_tags):
+            super().__init__(**data)
+
+    # Tell pydantic this is still its own __init__, so nested specs are validated in place
+    # (their errors keep the outer field path) rather than through this wrapper.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Assign and validate a field; ConfigError for a bad value (the spec is unchanged)."""
+        with spec_errors(type(self).__name__, self.union_tags):
+            super().__setattr__(name, value)
+
+    @classmethod
+    def model_validate(cls, obj: Any, **options: Any) -> Self:
+        """Validate plain data; ConfigError named after the class otherwise."""
+        return cls.validate_data(obj, cls.__name__, **options)
+
+    @classmethod
+    def validate_data(cls, obj: Any, source: str, **options: Any) -> Self:
+        """Validate plain data; ConfigError whose message starts with `source` otherwise."""
+        with spec_errors(source, cls.union_tags):
+            return super().model_validate(obj, **options)
+
+
+def parse_number(value: Any) -> Any:
+    """Accept a fraction written as text ("2/3") wherever a number is expected.
+
+    Other text must read as a number ("0.5"); ValueError naming what came otherwise.
+    """
+    if isinstance(value, str):
+        try:
+            if "/" in value:
+                return float(Fraction(value.replace(" ", "")))
+            float(value)
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(f"expected a number or a fraction like 2/3, got {value!r}") from None
+    return value
+
+
+def category_key(key: Any, where: str) -> str:
+    """A share-table key as text: YAML reads `18:` as an int and `yes:` as a bool."""
+    if key is None:
+        raise ValueError(f"{where}: a category name is missing (null key)")
+    if isinstance(key, str | int | float | bool):
+        return str(key)
+    raise ValueError(f"{where}: category names must be text, got {key!r}")
+
+
+def share_value(value: Any, where: str) -> float:
+    """A share as a float: a number, a numeric text or a fraction like "1/6"."""
+    if isinstance(value, bool) or value is None or isinstance(value, dict | list):
+        raise ValueError(f"{where} must be a number or a fraction like 1/6, got {value!r}")
+    try:
+        number = parse_number(value)
+        return float(number)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{where} must be a number or a fraction like 1/6, got {value!r}"
+        ) from None
+
+
+def share_table(table: dict, where: str) -> dict[str, float]:
+    """{category: share} with text keys and float shares; ValueError naming the bad entry."""
+    out: dict[str, float] = {}
+    for key, value in table.items():
+        category = category_key(key, where)
+        if category in out:
+            raise ValueError(f"{where}: category {category!r} is listed twice")
+        out[category] = share_value(value, f"{where}: share of {category!r}")
+    return out
+
+
+def _check_format_spec(field: str, spec: str) -> None:
+    """ValueError for a format spec with placeholders or a width/precision over the limit."""
+    if "{" in spec:
+        raise ValueError(
+            f"{{{field}:{spec}}}: placeholders inside a format spec are not allowed; "
+            "write the width as a number"
+        )
+    widths = [int(run) for run in re.findall(r"\d+", spec)]
+    if widths and max(widths) > MAX_FORMAT_WIDTH:
+        raise ValueError(
+            f"{{{field}:{spec}}} asks for a width or precision of {max(widths)}; "
+            f"at most {MAX_FORMAT_WIDTH} is allowed"
+        )
+
+
+def template_fields(template: str) -> list[str]:
+    """The names a `str.format` template fills, in order: "{job.title}" -> "job".
+
+    ValueError for a malformed template, a positional placeholder ("{}", "{0}") or a format
+    spec that asks for a huge width ("{job:>999999999}" would allocate gigabytes).
+    """
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise ValueError(
+            f"not a valid template ({exc}); write literal braces as {{{{ and }}}}"
+        ) from None
+    names: list[str] = []
+    for _, field, spec, _ in parsed:
+        if field is None:
+            continue
+        name = field.split(".", 1)[0].split("[", 1)[0]
+        if not name or name.isdigit():
+            raise ValueError(
+                f"positional placeholder {{{field}}} is not allowed; name a dimension, "
+                "e.g. {gender}"
+            )
+        if spec:
+            _check_format_spec(field, spec)
+        if name not in names:
+            names.append(name)
+    return names

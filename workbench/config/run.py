@@ -1,0 +1,171 @@
+"""The run config: everything one run needs, from population to output folder."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+
+from workbench.config.backend import BackendSpec
+from workbench.config.base import SHARE_TOLERANCE, StrictModel, UnionTags, parse_number
+from workbench.config.game import GameSpec
+from workbench.config.model import ModelSpec
+from workbench.config.policy import POLICY_KINDS, LLMPolicySpec, PolicySpec
+from workbench.config.population import PopulationSpec
+
+MAX_AGENTS = 100_000_000
+"""Most agents one run (or one sampled persona set) may have."""
+
+MAX_NAME_LENGTH = 200
+"""Longest run name: the bundle folder adds 21 characters and file names stop at 255 bytes."""
+
+SPEC_FORM = "spec"
+PATH_FORM = "path"
+"""The two forms a `population` value takes: an inline spec, or the path of a spec file."""
+
+
+class OutputSpec(StrictModel):
+    """Where bundles go."""
+
+    dir: str = Field(
+        "results",
+        description="directory that holds result bundles (relative to the current directory); "
+        "each run adds a folder <name>-<yyyymmdd-HHMMSS>-<4 hex>",
+    )
+
+
+def _population_form(value: Any) -> str | None:
+    """Which form a `population` value takes: an inline spec or a path (None: neither)."""
+    if isinstance(value, dict | PopulationSpec):
+        return SPEC_FORM
+    if isinstance(value, str | Path):
+        return PATH_FORM
+    return None
+
+
+PopulationField = Annotated[
+    Annotated[PopulationSpec, Tag(SPEC_FORM)] | Annotated[str, Tag(PATH_FORM)],
+    Discriminator(
+        _population_form,
+        custom_error_type="population_form",
+        custom_error_message=(
+            "expected a population spec (a mapping with 'dimensions') or the path of a "
+            "population YAML file"
+        ),
+    ),
+]
+"""An inline population spec or a path to one; a bad value reports only the form it took."""
+
+UNION_TAGS: UnionTags = frozenset(
+    {("population", form) for form in (SPEC_FORM, PATH_FORM)}
+    | {("policy", kind) for kind in POLICY_KINDS}
+)
+"""(field, tag) location pairs that pydantic adds for RunConfig's tagged unions."""
+
+
+class RunConfig(StrictModel):
+    """Everything one run needs; saved resolved into every bundle as config.yaml."""
+
+    union_tags = UNION_TAGS
+
+    name: str = Field(
+        "run",
+        min_length=1,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description=f"the run's name, at most {MAX_NAME_LENGTH} characters (letters, digits, "
+        "_ . -, starting with a letter or digit); it starts the bundle's folder name",
+    )
+    seed: int = Field(
+        0,
+        ge=0,
+        lt=2**63,
+        description="seed for sampling personas and for random policies; the same seed and "
+        "config give the same agents",
+    )
+    n_agents: int = Field(
+        100, ge=1, le=MAX_AGENTS, description=f"agents in the game, 1 to {MAX_AGENTS:,}"
+    )
+    population: PopulationField = Field(
+        description="a population spec inline, or a path to one (relative to the config file)"
+    )
+    game: GameSpec = Field(
+        default_factory=GameSpec, description="the game's rules, rounds and prompt variant"
+    )
+    policy: PolicySpec = Field(
+        default_factory=LLMPolicySpec,
+        description=f"how agents choose their guess, by kind: {', '.join(POLICY_KINDS)}",
+    )
+    model: ModelSpec = Field(
+        default_factory=ModelSpec,
+        description="the language model behind LLM agents (unused by other policies)",
+    )
+    models: dict[str, ModelSpec] = Field(
+        default_factory=dict,
+        description="named models for a mixed population (the paper's 500 agents each of three "
+        "models); model_shares assigns them to agents as a persona column `model`",
+    )
+    model_shares: dict[str, float] = Field(
+        default_factory=dict, description="share of agents per named model (exact quota)"
+    )
+    backend: BackendSpec = Field(
+        default_factory=BackendSpec, description="where shards of agents run: local or ray"
+    )
+    output: OutputSpec = Field(default_factory=OutputSpec, description="where bundles go")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _group_by_model(cls, data: Any) -> Any:
+        """A mixed population keeps per-model statistics unless told to group otherwise."""
+        if isinstance(data, dict) and data.get("models"):
+            game = data.get("game")
+            game = dict(game) if isinstance(game, dict) else {}
+            game.setdefault("group_by", "model")
+            data = {**data, "game": game}
+        return data
+
+    @field_validator("model_shares", mode="before")
+    @classmethod
+    def _share_fractions(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): parse_number(v) for k, v in value.items()}
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _name_fits_a_folder(cls, value: str) -> str:
+        """The bundle folder `<name>-<timestamp>-<hex>` must fit NAME_MAX (255 bytes)."""
+        if len(value) > MAX_NAME_LENGTH:
+            raise ValueError(
+                f"at most {MAX_NAME_LENGTH} characters (it starts the bundle's folder name, and "
+                f"file systems allow 255), got {len(value)}; use a shorter name"
+            )
+        return value
+
+    @field_validator("population", mode="before")
+    @classmethod
+    def _path_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, Path) else value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RunConfig:
+        llm = isinstance(self.policy, LLMPolicySpec)
+        if llm and self.model.constrained and math.ceil(self.game.low) > math.floor(self.game.high):
+            raise ValueError(
+                f"game: the range [{self.game.low}, {self.game.high}] holds no whole number, "
+                "but constrained models answer whole numbers; widen the range or set "
+                "model.constrained: false"
+            )
+        if self.models or self.model_shares:
+            if set(self.model_shares) != set(self.models):
+                raise ValueError(
+                    f"model_shares must give a share for each of models {sorted(self.models)}, "
+                    f"got {sorted(self.model_shares)}"
+                )
+            total = sum(self.model_shares.values())
+            if any(v < 0 for v in self.model_shares.values()) or abs(total - 1) > SHARE_TOLERANCE:
+                raise ValueError(f"model_shares must be >= 0 and sum to 1, got {total:.6g}")
+            if not llm:
+                raise ValueError("models are for policy kind llm; remove them or use kind: llm")
+        return self
