@@ -302,19 +302,22 @@ class Bundle:
                 keyed.append((key, rel))
         return [bundle_file(self.path, rel) for _, rel in sorted(keyed)]
 
-    def responses(self, round_number: int | None = None) -> pd.DataFrame:
-        """Every agent's decision in one round (or all rounds), sorted by round then agent_id."""
+    def responses_table(self, round_number: int | None = None) -> pa.Table:
+        """The responses as one Arrow table, sorted by round then agent_id (no pandas)."""
         tables = [conform(read_parquet(p), p) for p in self.response_files(round_number)]
         if not tables:
-            return RESPONSE_SCHEMA.empty_table().to_pandas()
+            return RESPONSE_SCHEMA.empty_table()
         try:
             table = pa.concat_tables(tables, promote_options="permissive")
         except pa.ArrowException as exc:
             raise BundleError(
                 f"{self.path / RESPONSES_DIR}: part files do not agree ({exc})"
             ) from None
-        table = table.sort_by([("round", "ascending"), ("agent_id", "ascending")])
-        return table.to_pandas()
+        return table.sort_by([("round", "ascending"), ("agent_id", "ascending")])
+
+    def responses(self, round_number: int | None = None) -> pd.DataFrame:
+        """Every agent's decision in one round (or all rounds), sorted by round then agent_id."""
+        return self.responses_table(round_number).to_pandas()
 
     def __repr__(self) -> str:
         return f"Bundle({str(self.path)!r}, status={self.manifest.get('status')!r})"
