@@ -428,3 +428,15 @@ def test_redaction_keeps_the_name_of_the_variable_holding_a_key() -> None:
     data = redact({"model": {"api_key_env": "VLLM_KEY", "api_key": "sk-secret"}})
     assert data["model"]["api_key_env"] == "VLLM_KEY"  # resume needs the variable's name
     assert data["model"]["api_key"] == "***REDACTED***"
+
+
+def test_the_workbench_version_is_recorded_once(tmp_path: Path) -> None:
+    from workbench._version import __version__
+
+    writer = BundleWriter(
+        tmp_path, make_config(), run_id="r1", versions={"agent-sim-workbench": "9.9", "ray": "2"}
+    )
+    versions = writer.manifest["versions"]
+    assert versions["workbench"] == __version__ and versions["ray"] == "2"
+    assert "agent-sim-workbench" not in versions
+    writer.finish()
