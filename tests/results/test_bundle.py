@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import workbench.results as results
+from workbench._files import atomic_write
 from workbench.config import RunConfig
 from workbench.errors import BundleError
 from workbench.results import (
@@ -24,7 +25,6 @@ from workbench.results import (
     new_run_id,
     redact,
 )
-from workbench.results.bundle import _atomic_write
 
 SECRET = "sk-live-0123456789abcdef"
 
@@ -91,6 +91,7 @@ def test_public_names() -> None:
         "VerifyReport",
         "list_bundles",
         "new_run_id",
+        "read_events",
         "redact",
         "verify_bundle",
     }
@@ -267,7 +268,7 @@ def test_atomic_write_killed_midway_keeps_the_old_file(tmp_path: Path) -> None:
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        _atomic_write(target, dies)
+        atomic_write(target, dies)
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["data.bin"]
 
@@ -427,3 +428,15 @@ def test_redaction_keeps_the_name_of_the_variable_holding_a_key() -> None:
     data = redact({"model": {"api_key_env": "VLLM_KEY", "api_key": "sk-secret"}})
     assert data["model"]["api_key_env"] == "VLLM_KEY"  # resume needs the variable's name
     assert data["model"]["api_key"] == "***REDACTED***"
+
+
+def test_the_workbench_version_is_recorded_once(tmp_path: Path) -> None:
+    from workbench._version import __version__
+
+    writer = BundleWriter(
+        tmp_path, make_config(), run_id="r1", versions={"agent-sim-workbench": "9.9", "ray": "2"}
+    )
+    versions = writer.manifest["versions"]
+    assert versions["workbench"] == __version__ and versions["ray"] == "2"
+    assert "agent-sim-workbench" not in versions
+    writer.finish()

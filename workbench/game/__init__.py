@@ -11,6 +11,7 @@ from workbench.game.prompts import (
     user_message,
 )
 from workbench.game.rules import (
+    ROUND_STAT_FIELDS,
     TIE_TOLERANCE,
     WITHIN,
     RoundStats,
@@ -22,6 +23,7 @@ from workbench.game.rules import (
 
 __all__ = [
     "ANSWER_MARKER",
+    "ROUND_STAT_FIELDS",
     "STATUS_DTYPE",
     "TIE_TOLERANCE",
     "WITHIN",

@@ -60,6 +60,10 @@ class RoundStats:
         return dataclasses.asdict(self)
 
 
+ROUND_STAT_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RoundStats))
+"""The names of one round's statistics, in order: the columns rounds.parquet and verify use."""
+
+
 def _checked(guesses: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Guesses as float64 and the usable mask (valid and finite); shapes must match."""
     values = np.asarray(guesses, dtype=np.float64)

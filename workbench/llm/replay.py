@@ -12,16 +12,15 @@ extracted text and none, so the policy rebuilds the same raw, status, guess and 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from workbench.errors import ModelError
+from workbench.errors import BundleError, ModelError
 from workbench.llm.base import ChatRequest, ChatResult, SamplingParams, split_extraction
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FAILED = {"model_error": "model_error", "timeout": "timeout"}
 
@@ -30,22 +29,37 @@ class ReplayModel:
     """A `ChatModel` that looks answers up by (agent id, round) in a result bundle."""
 
     def __init__(self, bundle: str | Path) -> None:
-        # read the bundle's files as any tool would (results/ sits above llm/ in the layers)
-        self.path = Path(bundle)
+        # the one edge from llm/ up to results/: read the bundle as every reader does
+        from workbench.results.replay import replay_answers
+
         try:
-            self.manifest = json.loads((self.path / "manifest.json").read_text(encoding="utf-8"))
-            frame = pq.read_table(self.path / "responses").to_pandas()
-        except (OSError, ValueError, pa.ArrowException) as exc:
-            raise ModelError(f"model.bundle: cannot replay {self.path} ({exc})") from None
+            answers = replay_answers(bundle)
+        except BundleError as exc:
+            raise ModelError(f"model.bundle: cannot replay {bundle} ({exc})") from None
+        self._setup(answers.path, answers.run_id, answers.model, answers.table)
+
+    @classmethod
+    def from_answers(
+        cls, path: str | Path, run_id: str, model: Mapping[str, Any], table: pa.Table
+    ) -> ReplayModel:
+        """A replay of already-read answers (columns agent_id, round, raw, status, tokens)."""
+        self = cls.__new__(cls)
+        self._setup(Path(path), run_id, model, table)
+        return self
+
+    def _setup(self, path: Path, run_id: str, model: Mapping[str, Any], table: pa.Table) -> None:
+        """Index the answers by (agent id, round)."""
+        self.path, self.run_id, self.source_model = path, run_id, dict(model)
+        columns = table.to_pydict()
         self._answers: dict[tuple[int, int], tuple[Any, ...]] = {
             (int(a), int(r)): (raw, status, int(pt or 0), int(ct or 0))
             for a, r, raw, status, pt, ct in zip(
-                frame["agent_id"],
-                frame["round"],
-                frame["raw"],
-                frame["status"],
-                frame["prompt_tokens"].fillna(0),
-                frame["completion_tokens"].fillna(0),
+                columns["agent_id"],
+                columns["round"],
+                columns["raw"],
+                columns["status"],
+                columns["prompt_tokens"],
+                columns["completion_tokens"],
                 strict=True,
             )
         }
@@ -55,9 +69,9 @@ class ReplayModel:
         """The replayed bundle and the model that originally answered."""
         return {
             "engine": "replay",
-            "name": f"replay of {self.manifest.get('run_id')}",
+            "name": f"replay of {self.run_id}",
             "bundle": str(self.path),
-            "source_model": self.manifest.get("model", {}),
+            "source_model": self.source_model,
         }
 
     async def generate(

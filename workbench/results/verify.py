@@ -15,29 +15,24 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from workbench._files import sha256_file
 from workbench.config import RunConfig, read_yaml, validate
 from workbench.errors import BundleError, ConfigError
-from workbench.results.bundle import (
+from workbench.game.rules import ROUND_STAT_FIELDS, round_stats
+from workbench.results.bundle import Bundle
+from workbench.results.layout import (
     CONFIG_FILE,
     RESPONSES_DIR,
-    Bundle,
-    _data_files,
-    _parquet_rows,
-    _sha256,
+    data_files,
+    file_rows,
+    is_round_dir,
+    relative,
+    round_of_dir,
+    symlinks,
 )
 
-STAT_FIELDS: tuple[str, ...] = (
-    "n",
-    "n_valid",
-    "mean",
-    "median",
-    "std",
-    "target",
-    "winning_guess",
-    "n_winners",
-    "share_within_half",
-)
-"""rounds.parquet columns that verify recomputes from the responses."""
+STAT_FIELDS: tuple[str, ...] = ROUND_STAT_FIELDS
+"""rounds.parquet columns that verify recomputes from the responses (game's statistics)."""
 
 REL_TOL = 1e-9
 ABS_TOL = 1e-9
@@ -79,10 +74,53 @@ def _number(value: Any) -> Any:
 def _check_status(bundle: Bundle, problems: list[str]) -> None:
     if bundle.is_complete:
         return
-    detail = {
-        "running": "finish() never ran: the run was killed or is still going",
-    }.get(bundle.status, bundle.manifest.get("error") or "no error recorded")
+    if bundle.status == "running":
+        detail = "finish() never ran: the run was killed or is still going"
+    else:
+        detail = bundle.error or "no error recorded"
     problems.append(f"incomplete: status is {bundle.status} ({detail})")
+
+
+def _check_links(bundle: Bundle, problems: list[str]) -> bool:
+    """Every symbolic link inside the bundle is a problem (never followed); whether any."""
+    links = symlinks(bundle.path)
+    for path in links:
+        problems.append(
+            f"{relative(bundle.path, path)}: is a symbolic link; a bundle holds plain files "
+            "only (not followed)"
+        )
+    return bool(links)
+
+
+def _check_entry(bundle: Bundle, rel: str, entry: Any, problems: list[str]) -> bool:
+    """One listed file's hash, size and rows against the manifest; whether it was checked."""
+    parts = PurePosixPath(rel).parts
+    if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
+        problems.append(f"{rel}: listed path points outside the bundle")
+        return False
+    path = bundle.path / rel
+    if any((bundle.path / PurePosixPath(*parts[: i + 1])).is_symlink() for i in range(len(parts))):
+        return False  # reported by _check_links, never followed
+    if not path.is_file():
+        problems.append(f"{rel}: listed in the manifest but missing")
+        return False
+    entry = entry if isinstance(entry, dict) else {}
+    size = path.stat().st_size
+    if sha256_file(path) != entry.get("sha256"):
+        problems.append(
+            f"{rel}: sha256 differs from the manifest (changed after the run; "
+            f"{size} bytes, manifest says {entry.get('bytes')})"
+        )
+    elif size != entry.get("bytes"):
+        problems.append(f"{rel}: {size} bytes, manifest says {entry.get('bytes')}")
+    try:
+        rows = file_rows(path)
+    except (pa.ArrowException, OSError) as exc:
+        problems.append(f"{rel}: not a readable Parquet file ({exc})")
+        return True
+    if rows != entry.get("rows"):
+        problems.append(f"{rel}: {rows} rows, manifest says {entry.get('rows')}")
+    return True
 
 
 def _check_files(bundle: Bundle, problems: list[str]) -> int:
@@ -91,36 +129,10 @@ def _check_files(bundle: Bundle, problems: list[str]) -> int:
     if not isinstance(files, dict):
         problems.append("manifest: 'files' is not a mapping of paths")
         return 0
-    checked = 0
-    for rel, entry in files.items():
-        parts = PurePosixPath(rel).parts
-        if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
-            problems.append(f"{rel}: listed path points outside the bundle")
-            continue
-        path = bundle.path / rel
-        if not path.is_file():
-            problems.append(f"{rel}: listed in the manifest but missing")
-            continue
-        checked += 1
-        entry = entry if isinstance(entry, dict) else {}
-        size = path.stat().st_size
-        if _sha256(path) != entry.get("sha256"):
-            problems.append(
-                f"{rel}: sha256 differs from the manifest (changed after the run; "
-                f"{size} bytes, manifest says {entry.get('bytes')})"
-            )
-        elif size != entry.get("bytes"):
-            problems.append(f"{rel}: {size} bytes, manifest says {entry.get('bytes')}")
-        try:
-            rows = _parquet_rows(path)
-        except (pa.ArrowException, OSError) as exc:
-            problems.append(f"{rel}: not a readable Parquet file ({exc})")
-            continue
-        if rows != entry.get("rows"):
-            problems.append(f"{rel}: {rows} rows, manifest says {entry.get('rows')}")
-    if bundle.manifest.get("finished_at") is not None:
-        for path in _data_files(bundle.path):
-            rel = path.relative_to(bundle.path).as_posix()
+    checked = sum(_check_entry(bundle, rel, entry, problems) for rel, entry in files.items())
+    if bundle.is_finished:
+        for path in data_files(bundle.path):
+            rel = relative(bundle.path, path)
             if rel not in files:
                 where = "data file" if rel.startswith(f"{RESPONSES_DIR}/") else "file"
                 problems.append(f"{rel}: {where} not listed in the manifest")
@@ -159,16 +171,13 @@ def _check_rounds(bundle: Bundle, config: RunConfig | None, problems: list[str])
         problems.append("rounds.parquet: no 'round' column")
         return
     listed = {int(r) for r in rounds["round"].dropna()}
-    for round_dir in sorted((bundle.path / RESPONSES_DIR).glob("round-*")):
-        number = round_dir.name.removeprefix("round-")
-        if number.isdigit() and int(number) not in listed and bundle.is_complete:
-            problems.append(f"responses for round {number} but no row in rounds.parquet")
+    responses_dir = bundle.path / RESPONSES_DIR
+    for folder in sorted(responses_dir.iterdir()) if responses_dir.is_dir() else []:
+        if is_round_dir(folder) and round_of_dir(folder) not in listed and bundle.is_complete:
+            problems.append(
+                f"responses for round {round_of_dir(folder)} but no row in rounds.parquet"
+            )
     if config is None:
-        return
-    try:
-        from workbench.game.rules import round_stats
-    except ImportError as exc:
-        problems.append(f"cannot recompute round statistics: {exc}")
         return
     for row in rounds.to_dict("records"):
         if pd.isna(row["round"]):
@@ -224,8 +233,6 @@ def _check_groups(
     problems: list[str],
 ) -> None:
     """groups.parquet's rows of one round against statistics recomputed per group."""
-    from workbench.game.rules import round_stats
-
     column = config.game.group_by
     stored = bundle.groups()
     stored = stored[stored["round"] == number] if len(stored) else stored
@@ -252,9 +259,12 @@ def verify_bundle(path: str | Path) -> VerifyReport:
     checked = 0
     try:
         _check_status(bundle, problems)
+        linked = _check_links(bundle, problems)
         checked = _check_files(bundle, problems)
-        config = _check_config(bundle, problems)
-        _check_rounds(bundle, config, problems)
+        if not linked:  # a bundle holding links is refused: its data is not read through them
+            config = _check_config(bundle, problems)
+            _check_rounds(bundle, config, problems)
     except (BundleError, pa.ArrowException, OSError, KeyError, TypeError, ValueError) as exc:
         problems.append(f"could not finish checking: {type(exc).__name__}: {exc}")
+    problems = list(dict.fromkeys(problems))  # each problem once, in the order found
     return VerifyReport(path=bundle.path, ok=not problems, problems=problems, checked_files=checked)
