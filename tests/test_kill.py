@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from workbench.results import Bundle, verify_bundle
+from workbench.results.layout import LOCK_FILE
 
 pytestmark = [
     pytest.mark.slow,
@@ -141,7 +142,7 @@ def test_sigkill_leaves_an_incomplete_bundle(
     # A kill can strike mid-write; a temp file left then starts with "." and is never read as
     # data: not as a part file, nor as the manifest or rounds table.
     for temp in path.rglob(".*"):
-        assert temp.name.endswith(".tmp"), temp
+        assert temp.name.endswith(".tmp") or temp.name == LOCK_FILE, temp
     data_files = {p.name for p in bundle.response_files()}
     assert not any(name.startswith(".") for name in data_files)
     assert all(p.name.startswith("part-") for p in bundle.response_files())

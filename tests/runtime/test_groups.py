@@ -9,11 +9,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from workbench._files import sha256_file as _sha256
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.game import round_stats
 from workbench.results import verify_bundle
-from workbench.results.bundle import _sha256
 from workbench.runtime import Simulation
 
 

@@ -224,6 +224,7 @@ def test_reopen_drops_what_a_round_that_never_ended_left(make_config, tmp_path):
     assert again.rounds()["round"].tolist() == [1]
     assert set(again.groups()["round"]) == {1}
     assert sorted(again.manifest["files"]) == [
+        "events.jsonl",
         "groups.parquet",
         "personas.parquet",
         "responses/round-1/part-00000.parquet",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BundleError, ModelError
-from workbench.llm.base import ChatRequest, ChatResult, SamplingParams, split_extraction
+from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams, split_extraction
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 FAILED = {"model_error": "model_error", "timeout": "timeout"}
 
 
-class ReplayModel:
+class ReplayModel(ChatModel):
     """A `ChatModel` that looks answers up by (agent id, round) in a result bundle."""
 
     def __init__(self, bundle: str | Path) -> None:

@@ -103,7 +103,7 @@ class Simulation:
             raise BundleError(f"{opened.path}: already complete; nothing to resume")
         # the manifest's rounds, as BundleWriter.reopen counts them: a run killed between
         # writing rounds.parquet and the manifest replays that round rather than skipping it
-        done = [r for r in opened.manifest.get("rounds", []) if isinstance(r, dict)]
+        done = opened.rounds_done
         targets = [float("nan") if r.get("target") is None else float(r["target"]) for r in done]
         sim = cls(opened.config, personas=opened.personas(), **kwargs)
         memory = None
