@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,12 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_helpers import TIMEOUT_S, assert_user_error, run_all
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 EDUCATION = ROOT / "personas" / "paper-education.yaml"
-TIMEOUT_S = 120
 
 
 def files_under(path: Path) -> set[str]:
@@ -29,46 +30,15 @@ def files_under(path: Path) -> set[str]:
 
 
 def config_text(*lines: str, name: str = "edge", population: str | None = None) -> str:
-    base = [
-        f"name: {name}",
-        "n_agents: 6",
-        f"population: {population or json.dumps(str(EDUCATION))}",
-        "policy: {kind: random}",
-    ]
-    return "\n".join([*base, *lines]) + "\n"
-
-
-def workbench_all(cases: dict[str, list[str]], cwd: Path) -> dict[str, subprocess.CompletedProcess]:
-    procs = {
-        name: subprocess.Popen(
-            [sys.executable, "-m", "workbench.cli", *args],
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name, args in cases.items()
+    """A small run config; each of `lines` ("key: value") replaces the base line of its key."""
+    base = {
+        "name": f"name: {name}",
+        "n_agents": "n_agents: 6",
+        "population": f"population: {population or json.dumps(str(EDUCATION))}",
+        "policy": "policy: {kind: random}",
     }
-    results = {}
-    try:
-        for name, proc in procs.items():
-            out, err = proc.communicate(timeout=TIMEOUT_S)
-            results[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    return results
-
-
-def assert_one_line(result: subprocess.CompletedProcess, *needles: str) -> None:
-    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.stdout + result.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
+    base |= {line.split(":", 1)[0]: line for line in lines}
+    return "\n".join(base.values()) + "\n"
 
 
 def test_hostile_paths_and_specs_are_one_line_each_and_write_nothing(tmp_path: Path) -> None:
@@ -116,17 +86,17 @@ def test_hostile_paths_and_specs_are_one_line_each_and_write_nothing(tmp_path: P
         "sample-unbounded": ["personas", "sample", str(EDUCATION), "-n", str(10**12)],
         "wide-template": ["personas", "sample", "wide-template.yaml", "-n", "3"],
     }
-    results = workbench_all(cases, work)
-    assert_one_line(results["out-is-a-file"], "taken", "out")
-    assert_one_line(results["out-below-a-file"], "taken", "out")
-    assert_one_line(results["long-name"], "name")
-    assert_one_line(results["wide-range"], "game")
-    assert_one_line(results["cache-dir"], "model.cache", "directory")
-    assert_one_line(results["cache-text"], "model.cache", "SQLite")
-    assert_one_line(results["cache-unreachable"], "model.base_urls")
-    assert_one_line(results["deep-yaml"], "deep.yaml", "nested")
-    assert_one_line(results["sample-unbounded"], "-n")
-    assert_one_line(results["wide-template"], "persona_template")
+    results = run_all(cases, work)
+    assert_user_error(results["out-is-a-file"], "taken", "out")
+    assert_user_error(results["out-below-a-file"], "taken", "out")
+    assert_user_error(results["long-name"], "name")
+    assert_user_error(results["wide-range"], "game")
+    assert_user_error(results["cache-dir"], "model.cache", "directory")
+    assert_user_error(results["cache-text"], "model.cache", "SQLite")
+    assert_user_error(results["cache-unreachable"], "model.base_urls")
+    assert_user_error(results["deep-yaml"], "deep.yaml", "nested")
+    assert_user_error(results["sample-unbounded"], "-n")
+    assert_user_error(results["wide-template"], "persona_template")
     assert files_under(work) == before  # no bundle, no results folder, no cache file
     assert (work / "taken").read_text() == "a file, not a folder\n"
 
@@ -148,13 +118,13 @@ def test_bundles_show_on_a_manifest_with_wrong_types(tmp_path: Path) -> None:
     cases = {}
     for field, value in {"rounds": "three", "created_at": 17, "model": ["x"], "error": {}}.items():
         damaged = tmp_path / f"damaged-{field}"
-        damaged.mkdir()
+        shutil.copytree(bundle, damaged)
         (damaged / "manifest.json").write_text(json.dumps({**manifest, field: value}))
         cases[field] = ["bundles", "show", str(damaged)]
     before = files_under(tmp_path)
-    results = workbench_all(cases, tmp_path)
+    results = run_all(cases, tmp_path)
     for field, result in results.items():
-        assert_one_line(result, "manifest.json", field)
+        assert_user_error(result, "manifest.json", field)
     assert files_under(tmp_path) == before
 
 
@@ -204,7 +174,7 @@ def test_ctrl_c_names_the_bundle_and_a_resume_of_a_live_run_is_refused(tmp_path:
             timeout=TIMEOUT_S,
             check=False,
         )
-        assert_one_line(second, str(proc.pid))
+        assert_user_error(second, str(proc.pid))
         assert proc.poll() is None, "the first run must still be alive"
         os.kill(proc.pid, signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=TIMEOUT_S)
@@ -213,7 +183,7 @@ def test_ctrl_c_names_the_bundle_and_a_resume_of_a_live_run_is_refused(tmp_path:
             proc.kill()
             proc.wait()
     assert proc.returncode == 130, (stdout, stderr)
-    assert f"workbench run --resume {bundle}" in stderr, stderr
+    assert f"workbench run --resume {bundle.relative_to(cwd)}\n" in stderr, stderr
     assert "Traceback" not in stderr
     opened = Bundle.open(bundle)
     assert opened.status == "cancelled"

@@ -75,11 +75,8 @@ class RoundTable:
                 tqdm.write(self._line(ROUND_TABLE_COLUMNS), file=sys.stdout)
                 self.header_done = True
             row = {"round": event.round, **event.stats}
-            seconds = row.get("seconds")
-            cells = [_cell(row.get(c)) for c in ROUND_TABLE_COLUMNS[:-1]]
-            tqdm.write(
-                self._line([*cells, "" if seconds is None else f"{seconds:.2f}"]), file=sys.stdout
-            )
+            cells = [_cell(row.get(c), c) for c in ROUND_TABLE_COLUMNS]
+            tqdm.write(self._line(cells), file=sys.stdout)
 
 
 @app.command("run")
@@ -166,7 +163,8 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
     typer.echo(f"created: {b.created_at}  finished: {b.finished_at}")
     typer.echo(
         f"game:    ratio={cfg.game.ratio:.4g} offset={cfg.game.offset:g} "
-        f"range=[{cfg.game.low:g}, {cfg.game.high:g}] rounds={cfg.game.rounds}"
+        f"range=[{cfg.game.low:g}, {cfg.game.high:g}] rounds={cfg.game.rounds} "
+        f"({len(b.rounds_done)} done)"
     )
     typer.echo(f"agents:  {cfg.n_agents} ({cfg.policy.kind}), seed {cfg.seed}")
     model = b.model

@@ -14,6 +14,7 @@ import dataclasses
 import os
 import socket
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -159,13 +160,14 @@ Subscriber = Callable[[Event], None]
 class EventBus:
     """Delivers each emitted event to every subscriber, in subscription order.
 
-    A subscriber that raises is dropped from the delivery of that event only and the error is
-    kept in `errors`: a broken progress bar never stops a run.
+    A subscriber that raises does not stop the delivery to the others, nor the run: its error
+    is kept in `errors` and reported once per subscriber as a RuntimeWarning.
     """
 
     def __init__(self, subscribers: list[Subscriber] | None = None) -> None:
         self._subscribers: list[Subscriber] = list(subscribers or [])
         self.errors: list[str] = []
+        self._warned: list[Subscriber] = []
 
     def subscribe(self, subscriber: Subscriber) -> Subscriber:
         """Add a subscriber; returns it (so it can be used as a decorator)."""
@@ -184,6 +186,14 @@ class EventBus:
                 subscriber(event)
             except Exception as exc:  # a subscriber's bug must not stop the run
                 self.errors.append(f"{type(exc).__name__}: {exc}")
+                if subscriber not in self._warned:
+                    self._warned.append(subscriber)
+                    warnings.warn(
+                        f"event subscriber {subscriber!r} failed on {event.kind}: "
+                        f"{type(exc).__name__}: {exc}",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
 
 
 @dataclass
