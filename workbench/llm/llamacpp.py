@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import hashlib
 import importlib.util
 import os
 import threading
@@ -21,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from workbench._files import sha256_file
 from workbench.errors import ModelError
 from workbench.llm.base import ChatModel, ChatRequest, ChatResult, OutputConstraint, SamplingParams
 from workbench.llm.grammar import integer_range_grammar
@@ -54,11 +54,7 @@ def machine_threads() -> int:
 @lru_cache(maxsize=8)
 def file_sha256(path: str, size: int, mtime_ns: int) -> str:
     """sha256 of a model file, cached per (path, size, mtime) so a process hashes it once."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return sha256_file(path)
 
 
 @lru_cache(maxsize=4)
