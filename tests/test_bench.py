@@ -79,3 +79,13 @@ def test_served_bench_names_an_unknown_backend() -> None:
 
     with pytest.raises(ConfigError, match=r"--backends: unknown \['dask'\]"):
         served_bench(n=2, url="http://127.0.0.1:9/v1", backends=("local", "dask"))
+
+
+def test_startup_bench_prints_the_ratio_against_bare_typer() -> None:
+    from workbench.bench.startup import startup_bench
+
+    text = startup_bench(repeats=1)
+    ratio_line = next(line for line in text.splitlines() if line.startswith("ratio "))
+    ratio = float(re.search(r"(\d+\.\d+)x", ratio_line).group(1))
+    assert 0 < ratio < 100
+    assert text.splitlines()[-1].endswith(": none")  # no pandas, pyarrow, Ray or llama.cpp

@@ -14,9 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from workbench._version import __version__
-
 _EXPORTS: dict[str, str] = {
+    "__version__": "workbench._version",
     "BackendSpec": "workbench.config",
     "GameSpec": "workbench.config",
     "ModelSpec": "workbench.config",

@@ -19,15 +19,23 @@ if TYPE_CHECKING:
 
     from workbench.runtime.events import Event
 
+PLAIN = {"rich_markup_mode": None}
+"""Plain help text: rendering it through rich costs a quarter of a second at every start."""
+
 app = typer.Typer(
     help="Agent Simulation Workbench: LLM multi-agent 'guess p of the average' games.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    **PLAIN,
 )
-bundles_app = typer.Typer(help="List, show and verify result bundles.", no_args_is_help=True)
-personas_app = typer.Typer(help="Sample personas from a population spec.", no_args_is_help=True)
-bench_app = typer.Typer(help="Benchmarks that print ratios against an in-run baseline.")
+bundles_app = typer.Typer(
+    help="List, show and verify result bundles.", no_args_is_help=True, **PLAIN
+)
+personas_app = typer.Typer(
+    help="Sample personas from a population spec.", no_args_is_help=True, **PLAIN
+)
+bench_app = typer.Typer(help="Benchmarks that print ratios against an in-run baseline.", **PLAIN)
 app.add_typer(bundles_app, name="bundles")
 app.add_typer(personas_app, name="personas")
 app.add_typer(bench_app, name="bench")

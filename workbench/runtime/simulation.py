@@ -25,7 +25,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from workbench._version import __version__
 from workbench.agents.factory import make_policy
 from workbench.agents.policies import Policy
 from workbench.agents.shard import AgentShard, RoundContext, split_into_shards
@@ -197,7 +196,7 @@ class Simulation:
 
     def versions(self) -> dict[str, str]:
         """Versions of what shaped the numbers."""
-        out = {"python": platform.python_version(), "workbench": __version__}
+        out = {"python": platform.python_version()}  # the writer adds the workbench's own
         for package in ("pydantic", "llama-cpp-python", "ray"):
             try:
                 out[package] = importlib.metadata.version(package)
