@@ -50,6 +50,7 @@ from workbench.runtime.events import (
     RoundFinished,
     RunFinished,
     RunStarted,
+    ShardProgress,
     Subscriber,
 )
 
@@ -292,7 +293,8 @@ class Simulation:
 
         def emit(event: Event) -> None:
             event = dataclasses.replace(event, run_id=writer.run_id)
-            writer.append_event(event.to_dict())  # the bundle's log first: the truth on disk
+            # the bundle's log first (the truth on disk); progress is flushed, not fsynced
+            writer.append_event(event.to_dict(), durable=not isinstance(event, ShardProgress))
             listeners.emit(event)
 
         self._task = (asyncio.get_running_loop(), asyncio.current_task())  # type: ignore[assignment]
