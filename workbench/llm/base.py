@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from workbench.errors import ConfigError
+
 Message = dict[str, str]
 ErrorKind = Literal["model_error", "timeout"]
 Step = Literal["answer", "extract"]
@@ -155,7 +157,7 @@ def as_chat_model(model: Any, where: str = "model") -> ChatModel:
         return model
     if callable(getattr(model, "generate", None)) and hasattr(model, "identity"):
         return AdaptedModel(model)
-    raise TypeError(
+    raise ConfigError(
         f"{where}: {type(model).__name__} is not a chat model; subclass "
         "workbench.llm.ChatModel or give it `identity` and `async generate(requests, params)`"
     )
