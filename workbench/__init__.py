@@ -11,8 +11,9 @@ llama.cpp; each name is imported from its module the first time it is used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from workbench._lazy import lazy_face
 
 _EXPORTS: dict[str, str] = {
     "__version__": "workbench._version",
@@ -70,18 +71,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name from its module on first use, then keep it here."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'workbench' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_face(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly

@@ -7,8 +7,9 @@ The names below load on first use (PEP 562), so `import workbench.results.layout
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from workbench._lazy import lazy_face
 
 # eager (it is light): the submodule `redact` would otherwise shadow the function of that name
 from workbench.results.redact import redact
@@ -20,15 +21,15 @@ if TYPE_CHECKING:
     from workbench.results.writer import BundleWriter, new_run_id
 
 _HOMES: dict[str, str] = {
-    "RESPONSE_SCHEMA": "layout",
-    "ROUND_COLUMNS": "layout",
-    "Bundle": "bundle",
-    "BundleWriter": "writer",
-    "VerifyReport": "verify",
-    "list_bundles": "bundle",
-    "new_run_id": "writer",
-    "read_events": "bundle",
-    "verify_bundle": "verify",
+    "RESPONSE_SCHEMA": "workbench.results.layout",
+    "ROUND_COLUMNS": "workbench.results.layout",
+    "Bundle": "workbench.results.bundle",
+    "BundleWriter": "workbench.results.writer",
+    "VerifyReport": "workbench.results.verify",
+    "list_bundles": "workbench.results.bundle",
+    "new_run_id": "workbench.results.writer",
+    "read_events": "workbench.results.bundle",
+    "verify_bundle": "workbench.results.verify",
 }
 
 __all__ = [
@@ -45,16 +46,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module on first use."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The public names, for tab completion."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_face(__name__, _HOMES, globals())
