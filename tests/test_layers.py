@@ -41,6 +41,7 @@ def test_no_module_is_over_600_lines() -> None:
         "import workbench.config",
         "import workbench.cli",
         "import workbench.errors",
+        "import workbench.runtime.events",  # a follower of a run's events stays light
     ],
 )
 def test_the_package_face_loads_no_heavy_library(code: str) -> None:
