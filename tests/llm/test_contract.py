@@ -98,3 +98,32 @@ def test_a_cache_path_that_is_no_sqlite_file_is_refused(tmp_path, kind) -> None:
         path.write_text("not a database\n")
     with pytest.raises(ConfigError, match="model.cache"):
         ResponseCache(path)
+
+
+@pytest.mark.slow
+def test_the_openai_client_reports_each_answer_as_it_lands(llm_server) -> None:
+    from workbench.llm.base import BatchProgress, OutputConstraint, track_progress
+    from workbench.llm.openai_compat import OpenAICompatModel
+
+    model = OpenAICompatModel([llm_server], "smollm2-135m", max_concurrency=1)
+    constraint = OutputConstraint(integer_range=(0, 100))
+    requests = [
+        ChatRequest(({"role": "user", "content": f"Pick a number, {i}."},), seed=i,
+                    constraint=constraint)
+        for i in range(3)
+    ]  # fmt: skip
+    seen: list[int] = []
+
+    async def go() -> None:
+        progress = BatchProgress()
+        with track_progress(progress):
+            task = asyncio.ensure_future(model.generate(requests, SamplingParams(max_tokens=3)))
+            while not task.done():
+                seen.append(progress.snapshot()["answered"])
+                await asyncio.sleep(0.02)
+            await task
+        assert progress.snapshot()["answered"] == 3
+        assert progress.snapshot()["prompt_tokens"] > 0
+
+    asyncio.run(go())
+    assert any(0 < n < 3 for n in seen), seen  # seen between the first answer and the last

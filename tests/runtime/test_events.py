@@ -6,17 +6,22 @@ events.jsonl as the run appends to it, as a restarted dashboard would.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from ray import cloudpickle
 
+from workbench.llm.base import ChatModel, ChatResult, report_answered
 from workbench.results import verify_bundle
 from workbench.runtime import (
     EventBus,
+    LocalBackend,
     RoundFinished,
     RunFinished,
     RunStarted,
@@ -30,6 +35,7 @@ FOLLOWER = """
 import json, sys, time
 from pathlib import Path
 from workbench.runtime import follow
+from workbench.results import read_events  # loaded now: the run must not outpace the imports
 path = Path(sys.argv[1])
 print("ready", flush=True)
 while not (path / "events.jsonl").is_file():
@@ -143,7 +149,7 @@ def test_another_process_follows_a_live_ray_run(ray_cluster, make_config, tmp_pa
     _assert_live(seen, rounds=2, shards=2, latency_s=latency)
     done = [e for e in seen if e["kind"] == "shard_progress" and e["state"] == "done"]
     # the shard actors' own reports: their Ray nodes and processes, not the driver's
-    assert {e["pid"] for e in done}.isdisjoint({__import__("os").getpid()})
+    assert {e["pid"] for e in done}.isdisjoint({os.getpid()})
     assert all(e["node"] and e["node"] != "local" for e in done)
 
 
@@ -169,3 +175,86 @@ def test_a_killed_writer_reads_dead_not_running(make_config, tmp_path: Path) -> 
         proc.kill()
         proc.wait()
     assert run_state(bundle).true_status == "dead"
+
+
+# --------------------------------------------------------------------------- within a shard
+
+
+class SlowCounting(ChatModel):
+    """Answers one request at a time, reporting each as a real model does."""
+
+    identity = {"engine": "fake", "name": "slow-counting"}
+
+    async def generate(self, requests, params):
+        results = []
+        for request in requests:
+            await asyncio.sleep(0.15)
+            result = ChatResult("5", 3, 1)
+            report_answered(request, result)
+            results.append(result)
+        return results
+
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # SlowCounting goes to Ray actors
+
+
+def _playing(seen: list, shard_size: int) -> list[ShardProgress]:
+    """The "playing" reports caught mid-shard (some agents answered, not all)."""
+    partial = [
+        e
+        for e in seen
+        if isinstance(e, ShardProgress) and e.state == "playing" and 0 < e.answered < shard_size
+    ]
+    for shard in {e.shard for e in partial}:
+        counts = [e.answered for e in partial if e.shard == shard]
+        assert counts == sorted(counts)  # answers only accumulate
+    return partial
+
+
+@pytest.mark.slow
+def test_progress_within_a_shard_as_the_embedded_model_answers(
+    embedded_model, make_config, tmp_path: Path
+) -> None:
+    config = make_config(
+        policy={"kind": "llm"}, n_agents=6, rounds=1, agents_per_shard=6, model={"max_tokens": 3}
+    )
+    backend = LocalBackend(config, embedded_model, progress_every_s=0.05)
+    sim = Simulation(config, model=embedded_model, backend=backend)
+    seen: list = []
+    sim.events.subscribe(seen.append)
+    bundle = sim.run(out_dir=tmp_path, progress=False)
+    assert bundle.is_complete
+    partial = _playing(seen, 6)
+    assert partial, [e for e in seen if isinstance(e, ShardProgress)]
+    assert all(e.prompt_tokens > 0 and e.node == "local" for e in partial)
+    assert {e.pid for e in partial} == {os.getpid()}
+    logged = [
+        e for e in bundle.events() if e["kind"] == "shard_progress" and e["state"] == "playing"
+    ]
+    reported = [e for e in seen if isinstance(e, ShardProgress) and e.state == "playing"]
+    assert len(logged) == len(reported) >= len(partial) + 1  # the shard's start, then reports
+
+
+@pytest.mark.ray
+def test_ray_shard_actors_report_progress_within_a_shard(
+    ray_cluster, make_config, tmp_path: Path
+) -> None:
+    from workbench.config import BackendSpec
+    from workbench.runtime.ray_backend import RayBackend
+
+    config = make_config(policy={"kind": "llm"}, n_agents=8, rounds=1, agents_per_shard=4)
+    spec = BackendSpec(
+        kind="ray", address=ray_cluster.address, agents_per_shard=4, model_placement="shard"
+    )
+    config = config.model_copy(update={"backend": spec})
+    model = SlowCounting()
+    backend = RayBackend(config, model=model)
+    backend.progress_every_s = 0.1
+    sim = Simulation(config, model=model, backend=backend)
+    seen: list = []
+    sim.events.subscribe(seen.append)
+    assert sim.run(out_dir=tmp_path, progress=False).is_complete
+    partial = _playing(seen, 4)
+    assert {e.shard for e in partial} == {0, 1}, [e for e in seen if isinstance(e, ShardProgress)]
+    assert all(e.pid != os.getpid() and e.node and e.rss_bytes for e in partial)
+    assert all(e.prompt_tokens == 3 * e.answered for e in partial)

@@ -8,7 +8,10 @@ so one bad request never loses the batch's other answers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -99,13 +102,71 @@ class ChatResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+class BatchProgress:
+    """How far a batch has got: answered requests, model failures by kind, tokens (any thread).
+
+    Models report each request as its result is ready (`report_answered`); whoever tracks the
+    batch (a shard playing a round) reads `snapshot()` while the batch is still going.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.answered = 0
+        self.errors: dict[str, int] = {}
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+
+    def add(self, request: ChatRequest, result: ChatResult) -> None:
+        """Count one finished request (the extraction step is the same agent: not counted)."""
+        if request.step != "answer":
+            return
+        with self._lock:
+            self.answered += 1
+            if result.error_kind is not None:
+                self.errors[result.error_kind] = self.errors.get(result.error_kind, 0) + 1
+            self.prompt_tokens += result.prompt_tokens
+            self.completion_tokens += result.completion_tokens
+
+    def snapshot(self) -> dict[str, Any]:
+        """The counts so far, as plain data."""
+        with self._lock:
+            return {
+                "answered": self.answered,
+                "errors": dict(self.errors),
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+            }
+
+
+_PROGRESS: ContextVar[BatchProgress | None] = ContextVar("workbench_batch_progress", default=None)
+
+
+@contextmanager
+def track_progress(progress: BatchProgress) -> Iterator[BatchProgress]:
+    """Within the block (its tasks and worker threads too), models report into `progress`."""
+    token = _PROGRESS.set(progress)
+    try:
+        yield progress
+    finally:
+        _PROGRESS.reset(token)
+
+
+def report_answered(request: ChatRequest, result: ChatResult) -> None:
+    """Called by a model as each request's result is ready; nothing when no batch is tracked."""
+    progress = _PROGRESS.get()
+    if progress is not None:
+        progress.add(request, result)
+
+
 class ChatModel:
     """A batch-first chat model: one call for many requests, results in input order.
 
     The contract every model client and engine implements: `identity` and `generate`, plus
     `load()` (heavy set-up, once per process), `check()` (cheap reachability check before a run
     writes anything) and `close()` (release connections or engines), whose defaults do nothing.
-    Objects that only have `identity` and `generate` are adapted by `as_chat_model`.
+    Objects that only have `identity` and `generate` are adapted by `as_chat_model`. A model
+    that answers request by request calls `report_answered` for each, so a round's progress is
+    seen while its batch is still going.
     """
 
     @property

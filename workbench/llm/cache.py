@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import ConfigError
-from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams, as_chat_model
+from workbench.llm.base import (
+    ChatModel,
+    ChatRequest,
+    ChatResult,
+    SamplingParams,
+    as_chat_model,
+    report_answered,
+)
 
 VOLATILE_IDENTITY = ("base_urls", "n_threads", "cache")
 """Identity fields that do not change answers (where a model runs, how many threads)."""
@@ -165,6 +172,7 @@ class CachedModel(ChatModel):
                 results[i] = ChatResult(
                     text, prompt_tokens, completion_tokens, extra={"cached": True}
                 )
+                report_answered(requests[i], results[i])
             else:
                 misses.append(i)
         if misses:

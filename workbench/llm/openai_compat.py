@@ -20,7 +20,14 @@ import httpx
 
 from workbench.config import ModelSpec
 from workbench.errors import ConfigError, ModelError
-from workbench.llm.base import ChatModel, ChatRequest, ChatResult, OutputConstraint, SamplingParams
+from workbench.llm.base import (
+    ChatModel,
+    ChatRequest,
+    ChatResult,
+    OutputConstraint,
+    SamplingParams,
+    report_answered,
+)
 from workbench.llm.grammar import integer_range_grammar, integer_range_regex
 
 StructuredOutput = Literal["grammar", "structured_outputs", "guided_regex", "json_schema", "none"]
@@ -141,7 +148,16 @@ class OpenAICompatModel(ChatModel):
     ) -> list[ChatResult]:
         """Every request of the batch, concurrently; results in input order."""
         async with self._client() as client:
-            return list(await asyncio.gather(*(self._one(client, r, params) for r in requests)))
+            return list(
+                await asyncio.gather(*(self._reported(client, r, params) for r in requests))
+            )
+
+    async def _reported(
+        self, client: httpx.AsyncClient, request: ChatRequest, params: SamplingParams
+    ) -> ChatResult:
+        result = await self._one(client, request, params)
+        report_answered(request, result)
+        return result
 
     def _slots(self) -> asyncio.Semaphore:
         """This event loop's limit on requests in flight over all endpoints (shared by calls)."""

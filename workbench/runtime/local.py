@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -13,9 +16,9 @@ from workbench.agents.policies import Policy
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import RunConfig
 from workbench.errors import ContractError
-from workbench.llm.base import ChatModel
-from workbench.runtime.backend import Emit
-from workbench.runtime.events import ShardProgress, shard_done
+from workbench.llm.base import BatchProgress, ChatModel, track_progress
+from workbench.runtime.backend import PROGRESS_EVERY_S, Emit, report_progress
+from workbench.runtime.events import ShardProgress, rss_bytes, shard_done
 
 
 async def play_shard(shard: AgentShard, policy: Policy, ctx: RoundContext) -> pa.Table:
@@ -46,8 +49,10 @@ class LocalBackend:
         model: ChatModel | None = None,
         *,
         policy: Policy | None = None,
+        progress_every_s: float = PROGRESS_EVERY_S,
     ) -> None:
         self.config = config
+        self.progress_every_s = progress_every_s
         self.model = model
         self.shards: list[AgentShard] = []
         self.policy: Policy | None = policy
@@ -71,22 +76,44 @@ class LocalBackend:
         self.shards = list(shards)
 
     async def play_round(self, ctx: RoundContext, emit: Emit | None = None) -> list[pa.Table]:
-        """Every shard's decisions for the round, in shard order."""
+        """Every shard's decisions for the round, in shard order; progress of shards still
+        playing (answers so far, as the model reports them) every `progress_every_s`."""
         policy = self.policy
         if policy is None:
             raise ContractError("LocalBackend.start() must be called before play_round()")
+        playing: dict[int, BatchProgress] = {}
 
         async def play(shard: AgentShard) -> pa.Table:
             start = time.perf_counter()
             if emit is not None:
                 emit(ShardProgress(round=ctx.round, shard=shard.index, agents=len(shard)))
-            table = await play_shard(shard, policy, ctx)
+            try:
+                with track_progress(playing.setdefault(shard.index, BatchProgress())):
+                    table = await play_shard(shard, policy, ctx)
+            finally:
+                playing.pop(shard.index, None)
             if emit is not None:
                 seconds = time.perf_counter() - start
                 emit(shard_done(table, ctx.round, shard.index, seconds, node="local"))
             return table
 
-        return list(await asyncio.gather(*(play(s) for s in self.shards)))
+        async def read() -> dict[int, dict[str, Any]]:
+            where = {"node": "local", "pid": os.getpid(), "rss_bytes": rss_bytes()}
+            return {i: {**p.snapshot(), **where} for i, p in list(playing.items())}
+
+        ticker = None
+        if emit is not None:
+            agents = {s.index: len(s) for s in self.shards}
+            ticker = asyncio.create_task(
+                report_progress(ctx.round, agents, read, emit, self.progress_every_s)
+            )
+        try:
+            return list(await asyncio.gather(*(play(s) for s in self.shards)))
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ticker
 
     def describe(self) -> dict[str, object]:
         """What ran where, for the bundle manifest."""

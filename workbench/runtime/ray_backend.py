@@ -13,6 +13,7 @@ actor would have given, and no agent answers twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import sys
@@ -28,8 +29,9 @@ from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import LLMPolicySpec, RunConfig
 from workbench.errors import ConfigError, ModelError
 from workbench.llm import ChatModel
-from workbench.runtime.backend import Emit
-from workbench.runtime.events import ShardProgress, event_from_dict, shard_done
+from workbench.llm.base import BatchProgress, track_progress
+from workbench.runtime.backend import PROGRESS_EVERY_S, Emit, report_progress
+from workbench.runtime.events import ShardProgress, event_from_dict, rss_bytes, shard_done
 from workbench.runtime.local import play_shard
 from workbench.runtime.model_actors import (
     EngineSlot,
@@ -160,14 +162,29 @@ class ShardActor:
         shard.guesses = shard.guesses.copy()  # arrays from the object store are read-only
         self.shard = shard
         self.policy: Policy = make_policy(config, model)
+        self.playing: BatchProgress | None = None
 
     async def play(self, ctx: RoundContext) -> tuple[pa.Table, dict[str, Any]]:
         """Decide the shard's agents for one round; the decisions and this actor's progress."""
         start = time.perf_counter()
-        table = await play_shard(self.shard, self.policy, ctx)
+        self.playing = BatchProgress()
+        try:
+            with track_progress(self.playing):
+                table = await play_shard(self.shard, self.policy, ctx)
+        finally:
+            self.playing = None
         node = _ray().get_runtime_context().get_node_id()
         done = shard_done(table, ctx.round, self.shard.index, time.perf_counter() - start, node)
         return table, done.to_dict()
+
+    def progress(self) -> dict[str, Any]:
+        """The round in play so far (answers the model has reported), with where and how big
+        this actor is; {} between rounds."""
+        playing = self.playing
+        if playing is None:
+            return {}
+        node = _ray().get_runtime_context().get_node_id()
+        return {**playing.snapshot(), "node": node, "pid": os.getpid(), "rss_bytes": rss_bytes()}
 
     def where(self) -> dict[str, Any]:
         """The node and process this shard lives in, and what answers its agents."""
@@ -203,6 +220,7 @@ class RayBackend:
         self.engine_identity: dict[str, Any] = {}
         self.model_ref: Any = None  # the given model in Ray's object store
         self.restarts = 0
+        self.progress_every_s = PROGRESS_EVERY_S
 
     async def node_count(self) -> int:
         """Alive nodes of the cluster (connecting to it, once per process)."""
@@ -304,9 +322,37 @@ class RayBackend:
         """Every shard's decisions; a shard whose actor died is respawned and replayed.
 
         Each actor's own progress report (node, pid, memory, errors, tokens) goes to `emit` as
-        soon as that shard is done, while the other shards still play.
+        soon as that shard is done, while the other shards still play; the actors still playing
+        are asked how far they have got every `progress_every_s`.
         """
-        tables = await asyncio.gather(*(self._play(i, ctx, emit) for i in range(len(self.shards))))
+        pending = set(range(len(self.shards)))
+
+        async def play(index: int) -> pa.Table:
+            try:
+                return await self._play(index, ctx, emit)
+            finally:
+                pending.discard(index)
+
+        async def read() -> dict[int, dict[str, Any]]:
+            indices = sorted(pending)
+            answers = await asyncio.gather(
+                *(self.actors[i].progress.remote() for i in indices), return_exceptions=True
+            )
+            return {i: a for i, a in zip(indices, answers, strict=True) if isinstance(a, dict)}
+
+        ticker = None
+        if emit is not None:
+            agents = {i: len(s) for i, s in enumerate(self.shards)}
+            ticker = asyncio.create_task(
+                report_progress(ctx.round, agents, read, emit, self.progress_every_s)
+            )
+        try:
+            tables = await asyncio.gather(*(play(i) for i in range(len(self.shards))))
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ticker
         for shard, table in zip(self.shards, tables, strict=True):
             shard.remember(ctx.round, table)  # the driver's copy, for respawns
         return list(tables)
