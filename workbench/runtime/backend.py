@@ -6,9 +6,8 @@ Simulation never needs to know which backend it drives. `make_backend` picks one
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -16,36 +15,7 @@ if TYPE_CHECKING:
     from workbench.agents.shard import AgentShard, RoundContext
     from workbench.config import RunConfig
     from workbench.llm.base import ChatModel
-    from workbench.runtime.events import Event
-
-Emit = Callable[["Event"], None]
-"""Where a backend sends its events (shard progress): the Simulation's event bus."""
-
-PROGRESS_EVERY_S = 1.0
-"""How often a backend reports the progress of shards still playing a round."""
-
-
-async def report_progress(
-    round_number: int,
-    agents: Mapping[int, int],
-    read: Callable[[], Awaitable[Mapping[int, Mapping[str, Any]]]],
-    emit: Emit,
-    every_s: float = PROGRESS_EVERY_S,
-) -> None:
-    """Every `every_s`, a "playing" `ShardProgress` for each shard whose counts moved.
-
-    `read()` gives {shard: counts so far (answered, errors, tokens, node, pid, ...)} of the
-    shards still playing; runs until cancelled (when the round's shards are all done).
-    """
-    from workbench.runtime.events import ShardProgress
-
-    last: dict[int, Mapping[str, Any]] = {}
-    while True:
-        await asyncio.sleep(every_s)
-        for shard, counts in (await read()).items():
-            if counts.get("answered") and counts != last.get(shard):
-                last[shard] = counts
-                emit(ShardProgress(round=round_number, shard=shard, agents=agents[shard], **counts))
+    from workbench.runtime.progress import Emit
 
 
 @runtime_checkable

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 from collections.abc import Sequence
@@ -17,8 +16,8 @@ from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import RunConfig
 from workbench.errors import ContractError
 from workbench.llm.base import BatchProgress, ChatModel, track_progress
-from workbench.runtime.backend import PROGRESS_EVERY_S, Emit, report_progress
 from workbench.runtime.events import ShardProgress, rss_bytes, shard_done
+from workbench.runtime.progress import PROGRESS_EVERY_S, Emit, progress_reports
 
 
 async def play_shard(shard: AgentShard, policy: Policy, ctx: RoundContext) -> pa.Table:
@@ -101,19 +100,9 @@ class LocalBackend:
             where = {"node": "local", "pid": os.getpid(), "rss_bytes": rss_bytes()}
             return {i: {**p.snapshot(), **where} for i, p in list(playing.items())}
 
-        ticker = None
-        if emit is not None:
-            agents = {s.index: len(s) for s in self.shards}
-            ticker = asyncio.create_task(
-                report_progress(ctx.round, agents, read, emit, self.progress_every_s)
-            )
-        try:
+        agents = {s.index: len(s) for s in self.shards}
+        async with progress_reports(ctx.round, agents, read, emit, self.progress_every_s):
             return list(await asyncio.gather(*(play(s) for s in self.shards)))
-        finally:
-            if ticker is not None:
-                ticker.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await ticker
 
     def describe(self) -> dict[str, object]:
         """What ran where, for the bundle manifest."""

@@ -13,7 +13,6 @@ actor would have given, and no agent answers twice.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import socket
 import sys
@@ -30,7 +29,6 @@ from workbench.config import LLMPolicySpec, RunConfig
 from workbench.errors import ConfigError, ModelError
 from workbench.llm import ChatModel
 from workbench.llm.base import BatchProgress, track_progress
-from workbench.runtime.backend import PROGRESS_EVERY_S, Emit, report_progress
 from workbench.runtime.events import ShardProgress, event_from_dict, rss_bytes, shard_done
 from workbench.runtime.local import play_shard
 from workbench.runtime.model_actors import (
@@ -43,6 +41,7 @@ from workbench.runtime.model_actors import (
     plan_engines,
     resolve_placement,
 )
+from workbench.runtime.progress import PROGRESS_EVERY_S, Emit, progress_reports
 
 LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 """Set to 0 before Ray is imported, Ray binds a single-machine cluster to 127.0.0.1."""
@@ -340,19 +339,9 @@ class RayBackend:
             )
             return {i: a for i, a in zip(indices, answers, strict=True) if isinstance(a, dict)}
 
-        ticker = None
-        if emit is not None:
-            agents = {i: len(s) for i, s in enumerate(self.shards)}
-            ticker = asyncio.create_task(
-                report_progress(ctx.round, agents, read, emit, self.progress_every_s)
-            )
-        try:
+        agents = {i: len(s) for i, s in enumerate(self.shards)}
+        async with progress_reports(ctx.round, agents, read, emit, self.progress_every_s):
             tables = await asyncio.gather(*(play(i) for i in range(len(self.shards))))
-        finally:
-            if ticker is not None:
-                ticker.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await ticker
         for shard, table in zip(self.shards, tables, strict=True):
             shard.remember(ctx.round, table)  # the driver's copy, for respawns
         return list(tables)
