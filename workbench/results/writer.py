@@ -7,6 +7,7 @@ appended to events.jsonl as they happen, and the last one is hashed with the dat
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import json
 import math
@@ -29,7 +30,7 @@ import pyarrow.parquet as pq
 from workbench import _files
 from workbench._version import DISTRIBUTION, __version__
 from workbench.config import RunConfig, resolve_population, to_yaml, validate
-from workbench.errors import BundleError, ConfigError, ContractError
+from workbench.errors import BundleError, ConfigError, ContractError, one_line
 from workbench.results import lock
 from workbench.results.bundle import Bundle
 from workbench.results.layout import (
@@ -136,10 +137,14 @@ def _versions(given: Mapping[str, Any] | None) -> dict[str, Any]:
     return versions | extra
 
 
-def _one_line(exc: BaseException) -> str:
-    """An exception as `Type: message` on one line, at most 2000 characters."""
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return " ".join(text.split())[:2000]
+def final_status(error: BaseException | None) -> str:
+    """How a run that ended with `error` is marked: complete without one, cancelled for Ctrl-C
+    or a cancel, failed otherwise."""
+    if error is None:
+        return "complete"
+    if isinstance(error, KeyboardInterrupt | asyncio.CancelledError):
+        return "cancelled"
+    return "failed"
 
 
 def _redacted_config(config: RunConfig) -> tuple[dict[str, Any], str]:
@@ -490,22 +495,22 @@ class BundleWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool:
-        if self._finished or self._closed:
-            return False
-        try:
-            if exc is None:
-                self.finish("complete")
-                return False
-            import asyncio
+        if not (self._finished or self._closed):
+            self.end(exc)
+        return False
 
-            cancelled = isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
-            try:
-                self.finish("cancelled" if cancelled else "failed", error=_one_line(exc))
-            except Exception as finish_exc:  # never hide the run's own exception
-                exc.add_note(f"workbench: could not mark {self._path} as failed: {finish_exc}")
+    def end(self, error: BaseException | None, event: Mapping[str, Any] | None = None) -> None:
+        """Finish a run that ended with `error` (None: it completed) as `final_status` says,
+        `event` its last event; a failure to finish never hides `error` (it becomes a note)."""
+        status = final_status(error)
+        try:
+            self.finish(status, error=None if error is None else one_line(error), event=event)
+        except Exception as finish_exc:
+            if error is None:
+                raise
+            error.add_note(f"workbench: could not mark {self._path} as {status}: {finish_exc}")
         finally:
             self.close()
-        return False
 
     def __repr__(self) -> str:
         return f"BundleWriter({str(self._path)!r}, status={self._manifest.get('status')!r})"

@@ -231,13 +231,9 @@ class RunState:
         """Whether the process writing a running run is alive (None: on another host, unknown)."""
         if self.pid is None or self.host != socket.gethostname():
             return None
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        from workbench.results.lock import pid_alive  # here: the bundle layout loads pyarrow
+
+        return pid_alive(self.pid)
 
     @property
     def true_status(self) -> str:

@@ -43,6 +43,7 @@ from workbench.game import RoundStats, round_stats
 from workbench.llm import ChatModel, as_chat_model, model_for
 from workbench.population import population_note, quota_assignment, sample_population
 from workbench.results import Bundle, BundleWriter
+from workbench.results.writer import final_status
 from workbench.runtime.backend import Backend, make_backend
 from workbench.runtime.events import (
     Event,
@@ -337,20 +338,15 @@ class Simulation:
         finally:
             self._task = None
             await backend.close()
-        status = _final_status(error)
         final = RunFinished(
             run_id=writer.run_id,
-            status=status,
+            status=final_status(error),
             rounds_done=len(targets),
             error=None if error is None else one_line(error),
             bundle=str(writer.path),
         )
         try:
-            writer.finish(status, error=final.error, event=final.to_dict())
-        except Exception as finish_exc:
-            if error is None:
-                raise
-            error.add_note(f"workbench: could not mark {writer.path} as {status}: {finish_exc}")
+            writer.end(error, event=final.to_dict())
         finally:
             listeners.emit(final)
             if bar is not None:
@@ -442,15 +438,6 @@ class RoundBar:
     def close(self) -> None:
         """Close the bar."""
         self.bar.close()
-
-
-def _final_status(error: BaseException | None) -> str:
-    """complete without an error; cancelled for Ctrl-C or a cancel; failed otherwise."""
-    if error is None:
-        return "complete"
-    if isinstance(error, KeyboardInterrupt | asyncio.CancelledError):
-        return "cancelled"
-    return "failed"
 
 
 def _failures(tables: list[pa.Table]) -> int:
