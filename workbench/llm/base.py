@@ -89,9 +89,34 @@ class ChatRequest:
     step: Step = "answer"  # the answer or its extraction call: for replay, never sent to a model
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """One try of a request at a server: where, its HTTP status (None: no answer), the server's
+    own error text or the client's, and how long it took."""
+
+    endpoint: str
+    status: int | None
+    error: str | None
+    latency_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The attempt as plain JSON values."""
+        return {
+            "endpoint": self.endpoint,
+            "status": self.status,
+            "error": self.error,
+            "latency_s": round(self.latency_s, 6),
+        }
+
+
 @dataclass
 class ChatResult:
-    """One completion: text, token counts, latency, and an error kind + message on failure."""
+    """One completion: text, token counts, latency, and an error kind + message on failure.
+
+    `latency_s` is the whole request's (every attempt and the waits between them); `attempts`
+    lists each try when a client retries (empty for in-process models), and `error` is the most
+    informative of their errors (a server's 500 answer beats the refused connection after it).
+    """
 
     text: str | None
     prompt_tokens: int = 0
@@ -100,6 +125,32 @@ class ChatResult:
     error: str | None = None
     error_kind: ErrorKind | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    attempts: tuple[Attempt, ...] = ()
+
+
+def error_rank(message: str) -> int:
+    """How much an error message tells about its cause, higher is more.
+
+    A server's own answer (an HTTP status with its body) tells the most, then a timeout or a
+    malformed answer, and a connection that failed (refused, reset) the least: it is what a
+    client sees after a server has died, not why it died.
+    """
+    if "HTTP " in message:
+        return 3
+    if any(word in message for word in ("ConnectError", "RemoteProtocolError", "ReadError")):
+        return 1
+    if "Connect" in message or "connection" in message.lower():
+        return 1
+    return 2
+
+
+def most_informative(errors: Sequence[str | None]) -> str | None:
+    """The first of the highest-ranked (`error_rank`) errors; None when there is none."""
+    best: str | None = None
+    for error in errors:
+        if error is not None and (best is None or error_rank(error) > error_rank(best)):
+            best = error
+    return best
 
 
 class BatchProgress:
