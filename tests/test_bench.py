@@ -57,6 +57,7 @@ def test_served_bench_compares_the_workbench_with_the_openai_client(llm_server: 
 
     report = served_bench(n=6, url=llm_server, concurrency=2, repeats=1)
     assert "(6/6 valid answers)" in report
+    assert "(llama-cpp-python 0.3.36)" in report and "constraint grammar" in report
     ratio = float(re.search(r"ratio workbench local / direct\s+([\d.]+)", report).group(1))
     assert ratio > 0
 
@@ -71,6 +72,16 @@ def test_served_bench_on_ray_goes_through_shard_actors_and_a_model_actor(
     report = served_bench(n=6, url=llm_server, concurrency=2, repeats=1, backends=("ray",))
     assert "workbench round, ray" in report and "(6/6 valid answers)" in report
     assert float(re.search(r"ratio workbench ray / direct\s+([\d.]+)", report).group(1)) > 0
+
+
+@pytest.mark.slow
+def test_served_bench_times_the_runs_own_mode_and_tokens(llm_server: str) -> None:
+    from workbench.bench.served import served_bench
+
+    report = served_bench(
+        n=4, url=llm_server, concurrency=2, repeats=1, structured_output="none", max_tokens=3
+    )
+    assert "constraint none, max_tokens 3" in report
 
 
 def test_served_bench_names_an_unknown_backend() -> None:

@@ -333,12 +333,31 @@ def bench_served(
     backends: Annotated[
         str, typer.Option(help="comma-separated: local,ray (ray: shard actors + a model actor)")
     ] = "local",
+    structured_output: Annotated[
+        str,
+        typer.Option(
+            help="the run's model.structured_output: auto, grammar, "
+            "structured_outputs, guided_regex, json_schema or none"
+        ),
+    ] = "auto",
+    max_tokens: Annotated[int, typer.Option(help="the run's model.max_tokens")] = 8,
 ) -> None:
     """Workbench overhead over a model server vs the openai client sending the same requests."""
     from workbench.bench.served import served_bench
 
     kinds = tuple(k.strip() for k in backends.split(",") if k.strip())
-    typer.echo(served_bench(n, url, name, concurrency, repeats=repeats, backends=kinds))
+    typer.echo(
+        served_bench(
+            n,
+            url,
+            name,
+            concurrency,
+            repeats=repeats,
+            backends=kinds,
+            structured_output=structured_output,
+            max_tokens=max_tokens,
+        )
+    )
 
 
 @bench_app.command("startup")

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 
@@ -24,8 +25,8 @@ from workbench.agents.shard import RoundContext, split_into_shards
 from workbench.bench import DEFAULT_SPEC
 from workbench.config import RunConfig, load_population_spec
 from workbench.errors import ConfigError, ModelError
-from workbench.llm import make_model, sampling_params
-from workbench.llm.base import ChatRequest, SamplingParams
+from workbench.llm import sampling_params
+from workbench.llm.openai_compat import OpenAICompatModel
 from workbench.runtime import Simulation
 
 
@@ -62,35 +63,34 @@ def local_server(name: str, threads: int | None = None) -> Iterator[str]:
             process.stderr.close()
 
 
-async def _direct(
-    url: str, name: str, requests: list[ChatRequest], params: SamplingParams, concurrency: int
-) -> float:
-    """Seconds to send `requests` with the openai client, `concurrency` at a time."""
-    from openai import AsyncOpenAI
-
-    from workbench.llm.grammar import integer_range_grammar
+async def _direct(url: str, bodies: list[dict[str, Any]], concurrency: int) -> float:
+    """Seconds to send the very request bodies the workbench sends (constraint and seed
+    included) with the openai client, `concurrency` at a time."""
+    from openai import NOT_GIVEN, AsyncOpenAI
 
     limit = asyncio.Semaphore(concurrency)
     async with AsyncOpenAI(base_url=url, api_key="not-needed", max_retries=0) as client:
 
-        async def one(request: ChatRequest) -> None:
-            extra = {}
-            if request.constraint is not None and request.constraint.integer_range:
-                extra["grammar"] = integer_range_grammar(*request.constraint.integer_range)
+        async def one(body: dict[str, Any]) -> None:
+            extra = {k: v for k, v in body.items() if k not in STANDARD_FIELDS}
             async with limit:
                 await client.chat.completions.create(
-                    model=name,
-                    messages=list(request.messages),  # type: ignore[arg-type]
-                    temperature=params.temperature,
-                    top_p=params.top_p,
-                    max_tokens=params.max_tokens,
-                    seed=request.seed,
+                    model=body["model"],
+                    messages=body["messages"],
+                    temperature=body["temperature"],
+                    top_p=body["top_p"],
+                    max_tokens=body["max_tokens"],
+                    seed=body.get("seed", NOT_GIVEN),
                     extra_body=extra,
                 )
 
         start = time.perf_counter()
-        await asyncio.gather(*(one(r) for r in requests))
+        await asyncio.gather(*(one(b) for b in bodies))
         return time.perf_counter() - start
+
+
+STANDARD_FIELDS = frozenset({"model", "messages", "temperature", "top_p", "max_tokens", "seed"})
+"""Body fields the openai client takes as arguments; the rest (the constraint) goes as extra."""
 
 
 def served_bench(
@@ -101,11 +101,15 @@ def served_bench(
     seed: int = 0,
     repeats: int = 2,
     backends: tuple[str, ...] = ("local",),
+    structured_output: str = "auto",
+    max_tokens: int = 8,
 ) -> str:
     """Workbench round seconds vs direct openai-client seconds for the same N requests.
 
     `backends`: `local`, and/or `ray` (a local Ray cluster; two shard actors sending their
     batches through one model actor, as `model_placement: auto` does for an openai model).
+    `structured_output` and `max_tokens` are the run's (`model.*`): both sides send the
+    constraint in the mode the server is proven to honour, so the bench times the real workload.
     """
     unknown = sorted(set(backends) - {"local", "ray"})
     if unknown or not backends:
@@ -122,21 +126,24 @@ def served_bench(
                 "base_urls": [base],
                 "name": name,
                 "max_concurrency": concurrency,
-                "max_tokens": 4,
+                "max_tokens": max_tokens,
+                "structured_output": structured_output,
             },
         )
         sim = Simulation(config)
         shard = split_into_shards(sim.personas, n, 1)[0]
-        requests = LLMPolicy(make_model(config.model)).requests(
-            shard, RoundContext(1, seed, config.game, n)
-        )
+        model = OpenAICompatModel.from_spec(config.model)
+        asyncio.run(model.check())  # the constraint mode the server honours, proven
+        requests = LLMPolicy(model).requests(shard, RoundContext(1, seed, config.game, n))
         params = sampling_params(config.model)
+        bodies = [model.body(r, params, base) for r in requests]
+        mode = model.modes.get(base) if structured_output != "none" else None
         sims = {kind: _on(config, kind) for kind in backends}
         direct: list[float] = []
         ours: dict[str, list[float]] = {kind: [] for kind in backends}
         valid: dict[str, int] = {}
         for _ in range(repeats):  # alternate, so drift in the server hits all alike
-            direct.append(asyncio.run(_direct(base, name, requests, params, concurrency)))
+            direct.append(asyncio.run(_direct(base, bodies, concurrency)))
             for kind, sim in sims.items():
                 with tempfile.TemporaryDirectory() as out:
                     bundle = sim.run(out_dir=out, progress=False)
@@ -144,7 +151,9 @@ def served_bench(
                     valid[kind] = int(bundle.rounds()["n_valid"].iloc[0])
     best_direct = min(direct)
     lines = [
-        f"served model {name} at {base}: {n} agents, concurrency {concurrency}, best of {repeats}",
+        f"served model {name} at {base} ({model.servers[base].describe()}): {n} agents, "
+        f"concurrency {concurrency}, constraint {mode or 'none'}, max_tokens {max_tokens}, "
+        f"best of {repeats}",
         f"direct openai client      {best_direct:8.2f} s   ({n / best_direct:.1f} req/s)",
     ]
     for kind, seconds in ours.items():
