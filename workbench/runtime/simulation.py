@@ -39,7 +39,7 @@ from workbench.config import (
     validate,
 )
 from workbench.errors import BundleError, ConfigError, one_line
-from workbench.game import RoundStats, round_stats
+from workbench.game import FAILED_STATUSES, RoundStats, round_stats
 from workbench.llm import ChatModel, as_chat_model, model_for
 from workbench.population import population_note, quota_assignment, sample_population
 from workbench.results import Bundle, BundleWriter
@@ -328,7 +328,7 @@ class Simulation:
                 stats, seconds = await self._store_round(writer, number, tables, group_codes, start)
                 targets.append(stats.target)
                 row = {**stats.as_dict(), "seconds": seconds}
-                emit(RoundFinished(round=number, stats=row, failures=_failures(tables)))
+                emit(RoundFinished(round=number, stats=row, failures=stats.n_failed))
                 if on_round is not None:
                     called = on_round(number, stats, seconds)
                     if inspect.isawaitable(called):
@@ -399,26 +399,49 @@ class _Resume:
     memory: pd.DataFrame | None
 
 
+_FAILED = pa.array(FAILED_STATUSES)
+
+
+def _extracted(table: pa.Table) -> pa.Array | pa.ChunkedArray:
+    """Which decisions the extraction call read (the optional `extracted` column; else none)."""
+    if "extracted" not in table.column_names:
+        return pa.array(np.zeros(table.num_rows, dtype=bool))
+    return pc.fill_null(table.column("extracted").cast(pa.bool_()), False)
+
+
+def _columns(
+    tables: list[pa.Table], column: Callable[[pa.Table], pa.Array | pa.ChunkedArray]
+) -> np.ndarray:
+    """One per-decision column over every shard's table, as one numpy array."""
+    return np.concatenate([column(t).to_numpy(zero_copy_only=False) for t in tables])
+
+
 def _stats(
     tables: list[pa.Table], cfg: RunConfig, groups: tuple[np.ndarray, list[str]] | None = None
 ) -> tuple[RoundStats, list[dict[str, Any]]]:
     """The round's statistics over every shard's decisions (invalid answers excluded), and each
     group's own (a sub-environment: its mean, its target, its winners) when groups are given."""
-    guesses = np.concatenate([t.column("guess").to_numpy(zero_copy_only=False) for t in tables])
-    valid = np.concatenate(
-        [pc.equal(t.column("status"), "ok").to_numpy(zero_copy_only=False) for t in tables]
-    )
+    guesses = _columns(tables, lambda t: t.column("guess"))
+    valid = _columns(tables, lambda t: pc.equal(t.column("status"), "ok"))
+    failed = _columns(tables, lambda t: pc.is_in(t.column("status"), _FAILED))
+    extracted = _columns(tables, _extracted)
     per_group: list[dict[str, Any]] = []
     if groups is not None:
         codes_by_agent, names = groups
-        ids = np.concatenate([t.column("agent_id").to_numpy(zero_copy_only=False) for t in tables])
-        codes = codes_by_agent[ids]
+        codes = codes_by_agent[_columns(tables, lambda t: t.column("agent_id"))]
         for code, name in enumerate(names):
             mask = codes == code
             if mask.any():
-                group_stats = round_stats(guesses[mask], valid[mask], cfg.game)
+                group_stats = round_stats(
+                    guesses[mask],
+                    valid[mask],
+                    cfg.game,
+                    failed=failed[mask],
+                    extracted=extracted[mask],
+                )
                 per_group.append({"group": name, **group_stats.as_dict()})
-    return round_stats(guesses, valid, cfg.game), per_group
+    stats = round_stats(guesses, valid, cfg.game, failed=failed, extracted=extracted)
+    return stats, per_group
 
 
 class RoundBar:
@@ -438,12 +461,6 @@ class RoundBar:
     def close(self) -> None:
         """Close the bar."""
         self.bar.close()
-
-
-def _failures(tables: list[pa.Table]) -> int:
-    """Answers of a round whose model call failed (model_error or timeout)."""
-    failed = pa.array(["model_error", "timeout"])
-    return sum(int(pc.sum(pc.is_in(t.column("status"), failed)).as_py() or 0) for t in tables)
 
 
 def run(config: RunConfig | str | Path, **kwargs: Any) -> Bundle:
