@@ -25,13 +25,13 @@ import pytest
 from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import GameSpec, ModelSpec
-from workbench.errors import ConfigError, ModelError
+from workbench.errors import ConfigError, ModelError, RoundFailedError, one_line
 from workbench.game import parse_answers
 from workbench.llm import make_model
 from workbench.llm.base import ChatModel, ChatRequest, OutputConstraint, SamplingParams
 from workbench.llm.grammar import integer_range_grammar, integer_range_regex
 from workbench.llm.openai_compat import OpenAICompatModel
-from workbench.results import verify_bundle
+from workbench.results import Bundle, verify_bundle
 from workbench.runtime import Simulation
 
 SERVED = "smollm2-135m"
@@ -319,7 +319,7 @@ def test_server_killed_mid_batch_gives_model_errors_and_no_exception(
 
 
 @pytest.mark.slow
-def test_server_killed_between_rounds_the_run_completes_with_model_errors(
+def test_server_killed_between_rounds_the_run_fails_resumably(
     own_llm_server, make_config, tmp_path
 ):
     config = make_config(
@@ -341,16 +341,18 @@ def test_server_killed_between_rounds_the_run_completes_with_model_errors(
         if number == 1:
             own_llm_server.kill()
 
-    bundle = Simulation(config).run(out_dir=tmp_path, progress=False, on_round=kill_after_first)
-    assert bundle.is_complete
-    report = verify_bundle(bundle.path)
-    assert report.ok, str(report)
-    frame = bundle.responses()
-    assert len(frame) == 10  # no decision missing
-    by_round = frame.groupby("round")["status"].apply(list).to_dict()
-    assert by_round == {1: ["ok"] * 5, 2: ["model_error"] * 5}
-    assert (frame.loc[frame["round"] == 2, "raw"].str.len() > 0).all()  # the error, kept
-    assert bundle.rounds()["n_valid"].tolist() == [5, 0]
+    sim = Simulation(config)
+    with pytest.raises(RoundFailedError) as caught:
+        sim.run(out_dir=tmp_path / "parts", progress=False, on_round=kill_after_first)
+    (path,) = (tmp_path / "parts").iterdir()
+    message = str(caught.value)
+    assert message.startswith("round 2: 5 of 5 answers failed (5 model_error; 100%)"), message
+    assert f"first error: {own_llm_server.url}" in message  # the dead endpoint, named
+    assert message.endswith(f"start the model server again, then: workbench run --resume {path}")
+    failed = Bundle.open(path)
+    assert failed.status == "failed" and failed.error == one_line(caught.value)
+    assert failed.rounds_count == 1 and failed.responses()["round"].unique().tolist() == [1]
+    assert not verify_bundle(path).ok  # never presented as a result
 
 
 # --------------------------------------------------------------------------- timeouts, retries

@@ -113,6 +113,14 @@ class RunConfig(StrictModel):
         default_factory=BackendSpec, description="where shards of agents run: local or ray"
     )
     output: OutputSpec = Field(default_factory=OutputSpec, description="where bundles go")
+    max_failed_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="the run stops as failed (resumable) when more than this share of a "
+        "round's answers failed (model_error or timeout), before the round is stored; "
+        "0: any failure stops it, 1: never stop",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -131,6 +139,11 @@ class RunConfig(StrictModel):
         if isinstance(value, dict):
             return {str(k): parse_number(v) for k, v in value.items()}
         return value
+
+    @field_validator("max_failed_share", mode="before")
+    @classmethod
+    def _failed_share_fraction(cls, value: Any) -> Any:
+        return parse_number(value)
 
     @field_validator("name")
     @classmethod

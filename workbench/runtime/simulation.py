@@ -38,9 +38,10 @@ from workbench.config import (
     resolve_population,
     validate,
 )
-from workbench.errors import BundleError, ConfigError, one_line
+from workbench.errors import BundleError, ConfigError, RoundFailedError, one_line
 from workbench.game import FAILED_STATUSES, RoundStats, round_stats
 from workbench.llm import ChatModel, as_chat_model, model_for
+from workbench.llm.base import most_informative
 from workbench.population import population_note, quota_assignment, sample_population
 from workbench.results import Bundle, BundleWriter
 from workbench.results.writer import final_status
@@ -53,6 +54,7 @@ from workbench.runtime.events import (
     RunStarted,
     ShardProgress,
     Subscriber,
+    round_note,
 )
 
 MODEL_STREAM = 0x4D0DE1
@@ -61,6 +63,9 @@ MODEL_STREAM = 0x4D0DE1
 TEXT_LIMIT = 1_000_000
 """Above this many agents, non-LLM runs skip persona text (it is never read by their policies)."""
 
+ERROR_TEXT_LIMIT = 400
+"""Most characters of a failed answer's error that a RoundFailedError quotes (its fix follows)."""
+
 RoundCallback = Callable[[int, RoundStats, float], Awaitable[None] | None]
 
 
@@ -68,7 +73,9 @@ class Simulation:
     """One configured game: personas, a policy, a backend; `run()` plays it into a bundle.
 
     `to_dist(...)` gives the same simulation on the Ray backend; `cancel()` stops it after
-    marking its bundle cancelled; `Simulation.resume(bundle)` finishes a cancelled run.
+    marking its bundle cancelled; `Simulation.resume(bundle)` finishes a cancelled or failed run.
+    A round in which more answers failed than `config.max_failed_share` allows is not stored:
+    the run stops as failed with a RoundFailedError, and a resume replays that round.
     """
 
     def __init__(
@@ -325,6 +332,7 @@ class Simulation:
                 if backend.describe() != described:  # e.g. a respawned Ray actor
                     described = backend.describe()
                     writer.record(backend=described)
+                _check_failures(tables, number, cfg.max_failed_share, writer.path)
                 stats, seconds = await self._store_round(writer, number, tables, group_codes, start)
                 targets.append(stats.target)
                 row = {**stats.as_dict(), "seconds": seconds}
@@ -444,6 +452,38 @@ def _stats(
     return stats, per_group
 
 
+def _check_failures(tables: list[pa.Table], number: int, limit: float, bundle: Path) -> None:
+    """RoundFailedError when more than `limit` of the round's answers failed (model_error or
+    timeout): a dead model server must not pass for a round of results.
+
+    The message names the round, the failures by kind, the most telling error (a server's own
+    HTTP answer before the refused connections after it) and the fix.
+    """
+    n = sum(t.num_rows for t in tables)
+    kinds = {
+        kind: sum(int(pc.sum(pc.equal(t.column("status"), kind)).as_py() or 0) for t in tables)
+        for kind in FAILED_STATUSES
+    }
+    failed = sum(kinds.values())
+    if n == 0 or failed / n <= limit:
+        return
+    errors: list[str | None] = []
+    for t in tables:
+        if "raw" in t.column_names:
+            raw = t.filter(pc.is_in(t.column("status"), _FAILED)).column("raw")
+            errors += pc.unique(raw).to_pylist()  # in order of first appearance
+    error = most_informative(errors)
+    quoted = " ".join(error.split())[:ERROR_TEXT_LIMIT] if error else "none recorded"
+    by_kind = ", ".join(f"{count} {kind}" for kind, count in kinds.items() if count)
+    raise RoundFailedError(
+        f"round {number}: {failed} of {n} answers failed ({by_kind}; {100 * failed / n:.3g}%), "
+        f"more than max_failed_share {limit:g} allows; first error: {quoted}; "
+        f"start the model server again, then: workbench run --resume {bundle}",
+        round_number=number,
+        bundle=str(bundle),
+    )
+
+
 class RoundBar:
     """A tqdm bar over rounds (a widget in notebooks), fed by the run's events."""
 
@@ -454,8 +494,14 @@ class RoundBar:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RoundFinished):
-            mean, target = event.stats.get("mean"), event.stats.get("target")
-            self.bar.set_postfix(mean=f"{mean:.2f}", target=f"{target:.2f}")
+            stats = event.stats
+            parts = []
+            if stats.get("n_valid"):  # with none, mean and target are nan: say so instead
+                parts = [f"mean={stats['mean']:.2f}", f"target={stats['target']:.2f}"]
+            note = round_note(stats)
+            if note:
+                parts.append(note)
+            self.bar.set_postfix_str(", ".join(parts))
             self.bar.update(1)
 
     def close(self) -> None:
