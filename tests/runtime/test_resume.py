@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from workbench.errors import BundleError, RoundFailedError
+from workbench.errors import BundleError, ConfigError, RoundFailedError
 from workbench.llm.base import ChatResult
 from workbench.results import Bundle, BundleWriter, verify_bundle
 from workbench.runtime import Simulation
@@ -297,6 +297,31 @@ def test_a_round_failed_by_a_dead_model_is_replayed_on_resume(make_config, tmp_p
     ]
     rounds = [e["round"] for e in resumed.events() if e["kind"] == "round_finished"]
     assert rounds == [1, 2, 3]  # the failed round 2 never finished before the resume
+
+
+def test_a_resume_may_reach_the_model_at_new_base_urls(make_config, tmp_path):
+    old, new = "http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1"
+    model = {"kind": "openai", "base_urls": [old], "name": "m"}
+    config = make_config(policy={"kind": "llm"}, n_agents=4, rounds=2, model=model)
+    run = Simulation(config, model=DeadInRoundTwo())
+    with pytest.raises(RoundFailedError):
+        run.run(out_dir=tmp_path, progress=False)
+    (path,) = tmp_path.iterdir()
+    sim = Simulation.resume(path, base_urls=[new], model=PromptHashModel())
+    assert sim.config.model.base_urls == [new]
+    resumed = sim.run(progress=False)
+    assert resumed.is_complete and verify_bundle(resumed.path).ok
+    assert resumed.config.model.base_urls == [old]  # the config the run started with
+    assert resumed.manifest["resumed"][-1]["changes"] == {"model.base_urls": [new]}
+    started = [e for e in resumed.events() if e["kind"] == "run_started"]
+    assert started[-1]["config"]["model"]["base_urls"] == [new]  # what the resumed run used
+
+
+def test_new_base_urls_need_an_openai_model(make_config, tmp_path):
+    sim = Simulation(make_config(policy=LEVEL_K, rounds=2))
+    bundle = sim.run(out_dir=tmp_path, progress=False, on_round=cancel_after(sim, 1))
+    with pytest.raises(ConfigError, match="^base_urls: the run's model is kind 'embedded'"):
+        Simulation.resume(bundle.path, base_urls=["http://127.0.0.1:9/v1"])
 
 
 # --------------------------------------------------------------------------- command line

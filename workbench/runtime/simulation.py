@@ -15,7 +15,7 @@ import importlib.metadata
 import inspect
 import platform
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,8 +104,14 @@ class Simulation:
         return cls(load_run_config(path))
 
     @classmethod
-    def resume(cls, bundle: str | Path, **kwargs: Any) -> Simulation:
-        """The unfinished run in `bundle`, ready to play its remaining rounds into it."""
+    def resume(
+        cls, bundle: str | Path, *, base_urls: Sequence[str] | None = None, **kwargs: Any
+    ) -> Simulation:
+        """The unfinished run in `bundle`, ready to play its remaining rounds into it.
+
+        `base_urls` reaches the run's (openai) model at new endpoints, e.g. a restarted server
+        on another port; the bundle's config keeps the old ones, its manifest records the change.
+        """
         opened = Bundle.open(bundle)
         if opened.status == "complete":
             raise BundleError(f"{opened.path}: already complete; nothing to resume")
@@ -113,12 +119,16 @@ class Simulation:
         # writing rounds.parquet and the manifest replays that round rather than skipping it
         done = opened.rounds_done
         targets = [float("nan") if r.get("target") is None else float(r["target"]) for r in done]
-        sim = cls(opened.config, personas=opened.personas(), **kwargs)
+        config, changes = opened.config, {}
+        if base_urls is not None:
+            config = config.with_base_urls(base_urls, "base_urls")
+            changes = {"model.base_urls": list(base_urls)}
+        sim = cls(config, personas=opened.personas(), **kwargs)
         memory = None
         if done:
             memory = opened.responses()
             memory = memory[memory["round"] <= len(done)]
-        sim._resume = _Resume(opened.path, targets, memory)
+        sim._resume = _Resume(opened.path, targets, memory, changes)
         return sim
 
     def to_dist(
@@ -255,7 +265,7 @@ class Simulation:
 
     def _writer(self, out_dir: str | Path | None, run_id: str | None) -> BundleWriter:
         if self._resume is not None:
-            return BundleWriter.reopen(self._resume.path)
+            return BundleWriter.reopen(self._resume.path, self._resume.changes)
         cfg = self.config
         return BundleWriter(
             Path(out_dir if out_dir is not None else cfg.output.dir),
@@ -400,11 +410,13 @@ class Simulation:
 
 @dataclass(frozen=True)
 class _Resume:
-    """What a resumed run continues from: its bundle, the targets so far, earlier responses."""
+    """What a resumed run continues from: its bundle, the targets so far, earlier responses,
+    and what the resume changed (recorded in the manifest)."""
 
     path: Path
     targets: list[float]
     memory: pd.DataFrame | None
+    changes: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 _FAILED = pa.array(FAILED_STATUSES)
