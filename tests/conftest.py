@@ -219,3 +219,18 @@ def own_llm_server(tmp_path_factory: pytest.TempPathFactory):
     """A `workbench serve-model` for one test only (a `ModelServer`: the test may kill it)."""
     with _start_model_server(tmp_path_factory.mktemp("own-llm-server")) as server:
         yield server
+
+
+@pytest.fixture
+def start_llm_server(tmp_path_factory: pytest.TempPathFactory):
+    """`start_llm_server()`: one more `workbench serve-model` (a `ModelServer` on a new port),
+    e.g. a restarted server; every one started is stopped when the test ends."""
+    import contextlib
+
+    with contextlib.ExitStack() as servers:
+
+        def start() -> ModelServer:
+            log_dir = tmp_path_factory.mktemp("llm-server")
+            return servers.enter_context(_start_model_server(log_dir))
+
+        yield start

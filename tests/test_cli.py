@@ -273,12 +273,13 @@ def test_run_prints_the_round_table_and_the_bundle(small_run: tuple[Path, Path, 
     out, bundle, stdout = small_run
     lines = stdout.splitlines()
     header = lines[0].split()
-    assert header[:5] == ["round", "n", "n_valid", "mean", "target"]
+    assert header[:6] == ["round", "n", "n_valid", "failed", "mean", "target"]
     rows = [line.split() for line in lines[1:3]]
     assert [row[0] for row in rows] == ["1", "2"]
-    assert all(row[1] == "50" and row[2] == "50" for row in rows)
+    assert all(row[1:4] == ["50", "50", "0"] for row in rows)
+    assert all(len(row) == len(header) - 1 for row in rows)  # an empty note: nothing to flag
     for row in rows:
-        mean, target = float(row[3]), float(row[4])
+        mean, target = float(row[4]), float(row[5])
         assert 0 <= mean <= 100
         assert target == pytest.approx(2 / 3 * mean, abs=0.01)
     assert bundle.parent == out
@@ -383,3 +384,118 @@ def test_level_k_run_with_seed_and_rounds_overrides(tmp_path: Path) -> None:
 
     assert table(again.stdout) == table(result.stdout)
     assert table(other.stdout) != table(result.stdout)
+
+
+# --------------------------------------------------------------------------- failed answers
+
+
+class DeadModel:
+    """Every answer fails, as a dead model server's do once the retries are spent."""
+
+    identity = {"engine": "fake", "name": "dead"}
+
+    async def generate(self, requests, params):
+        from workbench.llm.base import ChatResult
+
+        error = "http://127.0.0.1:9/v1: ConnectError: connection refused"
+        return [ChatResult(text=None, error=error, error_kind="model_error") for _ in requests]
+
+
+def dead_model_bundle(tmp_path: Path, max_failed_share: float) -> Path:
+    """A 6-agent, 2-round LLM run on DeadModel: failed in round 1, or (share 1) complete."""
+    from workbench.config import RunConfig
+    from workbench.errors import RoundFailedError
+    from workbench.runtime import Simulation
+
+    config = RunConfig.model_validate(
+        {
+            "n_agents": 6,
+            "population": str(EDUCATION),
+            "policy": {"kind": "llm"},
+            "game": {"rounds": 2},
+            "max_failed_share": max_failed_share,
+        }
+    )
+    out = tmp_path / f"out-{max_failed_share:g}"
+    sim = Simulation(config, model=DeadModel())
+    if max_failed_share < 1:
+        with pytest.raises(RoundFailedError):
+            sim.run(out_dir=out, progress=False)
+    else:
+        sim.run(out_dir=out, progress=False)
+    (bundle,) = out.iterdir()
+    return bundle
+
+
+def test_the_round_table_flags_failures_and_rounds_without_valid_answers() -> None:
+    from workbench.cli import RoundTable
+
+    table = RoundTable()
+    assert table.header().split() == [
+        "round",
+        "n",
+        "n_valid",
+        "failed",
+        "mean",
+        "target",
+        "n_winners",
+        "seconds",
+        "note",
+    ]
+    nan = float("nan")
+    dead = {"round": 2, "n": 6, "n_valid": 0, "n_failed": 6, "mean": nan, "target": nan}
+    line = table.row({**dead, "n_winners": 0, "seconds": 0.5})
+    assert line.split() == [
+        "2",
+        "6",
+        "0",
+        "6",
+        "-",
+        "-",
+        "0",
+        "0.50",
+        "no",
+        "valid",
+        "answers,",
+        "6",
+        "failed",
+    ]
+    assert "nan" not in line.lower()
+    some = {"round": 1, "n": 6, "n_valid": 3, "n_failed": 3, "mean": 40.0, "target": 26.67}
+    assert table.row({**some, "n_winners": 3, "seconds": 0.5}).endswith("  3 failed")
+    fine = {"round": 1, "n": 6, "n_valid": 6, "n_failed": 0, "mean": 40.0, "target": 26.67}
+    assert table.row({**fine, "n_winners": 6, "seconds": 0.5}).endswith("0.50")
+
+
+def test_bundles_show_flags_failed_rounds_and_names_the_resume(tmp_path: Path) -> None:
+    complete = dead_model_bundle(tmp_path, 1.0)  # today's behaviour, on request
+    result = in_process(["bundles", "show", complete], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == ["round"])
+    assert lines[start].split()[:4] == ["round", "n", "n_valid", "failed"]
+    rows = lines[start + 1 :]
+    assert len(rows) == 2 and all(r.endswith("no valid answers, 6 failed") for r in rows)
+    assert "nan" not in result.stdout.lower() and "resume:" not in result.stdout
+
+    failed = dead_model_bundle(tmp_path, 0.5)
+    result = in_process(["bundles", "show", failed], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"({Bundle.open(failed).status})" in result.stdout.splitlines()[0]
+    assert "error:   RoundFailedError: round 1: 6 of 6 answers failed" in result.stdout
+    assert f"resume:  workbench run --resume {failed}\n" in result.stdout
+    assert result.stdout.rstrip().endswith("no rounds completed")
+
+
+def test_a_resume_refuses_options_that_change_the_run(tmp_path: Path) -> None:
+    failed = dead_model_bundle(tmp_path, 0.5)
+    args = ["run", "--resume", failed, "--seed", "0", "--out", tmp_path, "--no-progress"]
+    assert_user_error(
+        in_process(args, cwd=tmp_path),
+        "--out, --seed: a resumed run keeps its bundle's config and folder",
+    )
+    assert_user_error(
+        in_process(["run", "--resume", failed, "--base-url", "http://127.0.0.1:9/v1"], tmp_path),
+        "error: --base-url: the run's model is kind 'embedded'; base URLs are for kind openai",
+    )
+    assert Bundle.open(failed).status == "failed"  # untouched

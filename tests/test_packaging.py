@@ -54,7 +54,8 @@ def test_public_namespace_is_what_we_export() -> None:
 
     assert set(workbench.__all__) == {
         "BackendSpec", "Bundle", "BundleError", "ConfigError", "GameSpec", "ModelError",
-        "ModelSpec", "PopulationSpec", "PromptSpec", "RunConfig", "Simulation", "WorkbenchError",
+        "ModelSpec", "PopulationSpec", "PromptSpec", "RoundFailedError", "RunConfig", "Simulation",
+        "WorkbenchError",
         "__version__", "counts_table", "follow", "generate_personas", "list_bundles",
         "load_population_spec", "load_run_config", "run", "run_state", "sample_population",
         "save_yaml", "verify_bundle",

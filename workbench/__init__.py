@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "BundleError": "workbench.errors",
     "ConfigError": "workbench.errors",
     "ModelError": "workbench.errors",
+    "RoundFailedError": "workbench.errors",
     "WorkbenchError": "workbench.errors",
     "counts_table": "workbench.population",
     "sample_population": "workbench.population",
@@ -53,6 +54,7 @@ __all__ = [
     "ModelSpec",
     "PopulationSpec",
     "PromptSpec",
+    "RoundFailedError",
     "RunConfig",
     "Simulation",
     "WorkbenchError",
@@ -87,7 +89,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         load_run_config,
         save_yaml,
     )
-    from workbench.errors import BundleError, ConfigError, ModelError, WorkbenchError
+    from workbench.errors import (
+        BundleError,
+        ConfigError,
+        ModelError,
+        RoundFailedError,
+        WorkbenchError,
+    )
     from workbench.population import counts_table, sample_population
     from workbench.results import Bundle, list_bundles, verify_bundle
     from workbench.runtime import Simulation, follow, run, run_state

@@ -1,12 +1,15 @@
 """The `workbench` command: run games, inspect and verify bundles, sample personas, benchmark.
 
 User errors (a bad config, a missing file, an unreadable bundle) print one line naming the field
-and the fix and exit with status 2; nothing is half-written.
+and the fix and exit with status 2; nothing is half-written. A run that fails after its bundle
+was written (e.g. its model server died: RoundFailedError) prints the manifest's error line and
+the resume command, and exits with status 1.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -40,7 +43,28 @@ app.add_typer(bundles_app, name="bundles")
 app.add_typer(personas_app, name="personas")
 app.add_typer(bench_app, name="bench")
 
-ROUND_TABLE_COLUMNS = ["round", "n", "n_valid", "mean", "target", "n_winners", "seconds"]
+ROUND_TABLE_COLUMNS: dict[str, str] = {
+    "round": "round",
+    "n": "n",
+    "n_valid": "n_valid",
+    "failed": "n_failed",
+    "mean": "mean",
+    "target": "target",
+    "n_winners": "n_winners",
+    "seconds": "seconds",
+}
+"""The live round table's columns: header -> round statistic; a note follows ("3 failed")."""
+SHOW_COLUMNS: dict[str, str] = {
+    **ROUND_TABLE_COLUMNS,
+    "median": "median",
+    "std": "std",
+    "winning": "winning_guess",
+    "within_0.5": "share_within_half",
+    "extracted": "n_extracted",
+}
+"""`bundles show`'s round table: the live table's columns and the other statistics."""
+COUNTS = frozenset({"round", "n", "n_valid", "n_failed", "n_winners", "n_extracted"})
+"""Round statistics printed as whole numbers."""
 MAX_SAMPLE = 10_000_000
 """Most personas `personas sample` draws (it holds them in memory and prints their counts)."""
 
@@ -51,25 +75,46 @@ def _table(frame: pd.DataFrame) -> str:
 
 
 def _cell(value: Any, column: str) -> str:
-    """One round-table cell: counts as whole numbers, the rest with two decimals, null as NaN."""
-    if value is None or (isinstance(value, float) and value != value):
-        return "NaN"
-    if column in ("round", "n", "n_valid", "n_winners"):
-        return str(int(value))
-    return f"{float(value):.2f}"
+    """One round-table cell: counts as whole numbers, the rest with two decimals, "-" for a
+    null or nan (a round with no valid answer: its note says so)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):  # None, pandas' NA
+        return "-"
+    if number != number:
+        return "-"
+    return str(int(number)) if column in COUNTS else f"{number:.2f}"
+
+
+def _resume_hint(bundle: str | Path) -> str:
+    """The command that finishes an unfinished bundle."""
+    return f"workbench run --resume {bundle}"
 
 
 class RoundTable:
-    """The CLI's round table, a subscriber of the run's events: a row printed per round."""
+    """A table of rounds, one text line each, with a note a round must not hide: the CLI's
+    live table is a subscriber of the run's events, `bundles show` prints a bundle's rows."""
 
-    WIDTHS = (5, 8, 7, 8, 8, 9, 8)
-
-    def __init__(self) -> None:
+    def __init__(self, columns: Mapping[str, str] = ROUND_TABLE_COLUMNS) -> None:
+        self.columns = dict(columns)
+        self.widths = [max(len(header), 8) for header in self.columns]
         self.bundle: str | None = None
         self.header_done = False
 
-    def _line(self, cells: list[str]) -> str:
-        return " ".join(c.rjust(w) for c, w in zip(cells, self.WIDTHS, strict=True))
+    def _line(self, cells: list[str], note: str) -> str:
+        line = " ".join(c.rjust(w) for c, w in zip(cells, self.widths, strict=True))
+        return f"{line}  {note}".rstrip()
+
+    def header(self) -> str:
+        """The header line."""
+        return self._line(list(self.columns), "note")
+
+    def row(self, stats: Mapping[str, Any]) -> str:
+        """One round's line from its statistics (a RoundFinished's or a rounds.parquet row)."""
+        from workbench.runtime.events import round_note
+
+        cells = [_cell(stats.get(name), name) for name in self.columns.values()]
+        return self._line(cells, round_note(stats))
 
     def __call__(self, event: Event) -> None:
         from tqdm.auto import tqdm
@@ -80,11 +125,9 @@ class RoundTable:
             self.bundle = event.bundle
         elif isinstance(event, RoundFinished):
             if not self.header_done:
-                tqdm.write(self._line(ROUND_TABLE_COLUMNS), file=sys.stdout)
+                tqdm.write(self.header(), file=sys.stdout)
                 self.header_done = True
-            row = {"round": event.round, **event.stats}
-            cells = [_cell(row.get(c), c) for c in ROUND_TABLE_COLUMNS]
-            tqdm.write(self._line(cells), file=sys.stdout)
+            tqdm.write(self.row({"round": event.round, **event.stats}), file=sys.stdout)
 
 
 @app.command("run")
@@ -100,6 +143,14 @@ def run_command(
     resume: Annotated[
         Path | None, typer.Option(help="finish a cancelled or failed bundle instead")
     ] = None,
+    base_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--base-url",
+            help="override model.base_urls (repeat for several); with --resume: where the "
+            "restarted model server answers now",
+        ),
+    ] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
     example: Annotated[
         str | None, typer.Option(help="run a config shipped with the package, e.g. quickstart")
@@ -109,6 +160,7 @@ def run_command(
     from workbench._examples import example_path
     from workbench.config import load_run_config, validate
     from workbench.errors import ConfigError
+    from workbench.results import Bundle
     from workbench.runtime import Simulation
 
     if sum(x is not None for x in (config, resume, example)) != 1:
@@ -118,9 +170,26 @@ def run_command(
     if example is not None:
         config = example_path(example)
     if resume is not None:
-        sim = Simulation.resume(resume)
+        fixed = {
+            "--out": out,
+            "--seed": seed,
+            "--n-agents": n_agents,
+            "--rounds": rounds,
+            "--backend": backend,
+        }
+        given = [name for name, value in fixed.items() if value is not None]
+        if given:
+            raise ConfigError(
+                f"{', '.join(given)}: a resumed run keeps its bundle's config and folder; "
+                "drop them (only --base-url may change where its model answers)"
+            )
+        if base_url:  # refused in the option's own name, before the resume opens the bundle
+            Bundle.open(resume).config.with_base_urls(base_url, "--base-url")
+        sim = Simulation.resume(resume, base_urls=base_url or None)
     else:
         cfg = load_run_config(config)
+        if base_url:
+            cfg = cfg.with_base_urls(base_url, "--base-url")
         overrides = {"seed": seed, "n_agents": n_agents}
         data = cfg.model_dump(mode="json") | {k: v for k, v in overrides.items() if v is not None}
         if rounds is not None:
@@ -138,15 +207,39 @@ def run_command(
         else:
             typer.echo(
                 f"interrupted: {table.bundle} is marked cancelled; resume it with\n"
-                f"  workbench run --resume {table.bundle}",
+                f"  {_resume_hint(table.bundle)}",
                 err=True,
             )
         raise typer.Exit(130) from None
+    except WorkbenchError as exc:
+        if table.bundle is None:
+            raise  # nothing written: main() prints the one line
+        _report_failed_run(table.bundle, exc)
+        raise typer.Exit(1) from None
     if not table.header_done:
         typer.echo("no rounds played")
     if not bundle.is_complete:
         typer.echo(f"status: {bundle.status}")
     typer.echo(f"bundle: {bundle.path}")
+
+
+def _report_failed_run(path: str, exc: WorkbenchError) -> None:
+    """A run that failed after writing its bundle: status and bundle on stdout, the manifest's
+    error line and (unless that line already ends with it) the resume command on stderr."""
+    from workbench.errors import one_line
+    from workbench.results import Bundle
+
+    try:
+        bundle = Bundle.open(path)
+        status, error = bundle.status, bundle.error
+    except WorkbenchError:  # the bundle could not even be marked: say what stopped the run
+        status, error = "unknown", None
+    error = error or one_line(exc)
+    typer.echo(f"status: {status}")
+    typer.echo(f"bundle: {path}")
+    typer.echo(f"error: {error}", err=True)
+    if _resume_hint(path) not in error:
+        typer.echo(f"resume it with\n  {_resume_hint(path)}", err=True)
 
 
 @bundles_app.command("list")
@@ -179,8 +272,16 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
     typer.echo(f"model:   {model.get('name', model.get('policy', '-'))} {model.get('engine', '')}")
     if b.error:
         typer.echo(f"error:   {b.error}")
+    if b.status in ("failed", "cancelled"):
+        typer.echo(f"resume:  {_resume_hint(b.path)}")
     frame = b.rounds()
-    typer.echo(_table(frame) if len(frame) else "no rounds completed")
+    if not len(frame):
+        typer.echo("no rounds completed")
+        return
+    table = RoundTable(SHOW_COLUMNS)
+    typer.echo(table.header())
+    for row in frame.to_dict("records"):
+        typer.echo(table.row(row))
 
 
 @bundles_app.command("verify")

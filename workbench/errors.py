@@ -6,6 +6,8 @@
     ├── BundleError           a bundle is missing, unreadable, incomplete or fails verification
     │   └── BundleLockedError another live process is writing this bundle
     ├── ModelError            a language model could not be loaded or reached
+    │   └── RoundFailedError  more of a round's answers failed than `max_failed_share` allows
+    │                         (the round is not stored, the run is marked failed, resume replays it)
     └── ContractError         a part broke the contract between layers (a policy returned the
                               wrong number of decisions, a backend was used before start())
 
@@ -13,10 +15,14 @@ The rule:
 - pure functions (game rules, sampling, parsing) raise plain `ValueError` for bad arguments;
 - spec and file boundaries (pydantic specs, YAML files, CLI options, bundle paths) raise
   `ConfigError` or `BundleError` with one line naming the field or file and the fix;
+- a model that cannot be loaded or reached raises `ModelError`; a round in which more answers
+  failed than the config's `max_failed_share` allows raises `RoundFailedError`, whose message
+  ends with the fix (the resume command);
 - a breach of a contract between the workbench's own parts raises `ContractError`, never a bare
   `RuntimeError`; anything else is a bug and keeps its traceback.
 
-The CLI prints WorkbenchErrors as one line and exits with status 2.
+The CLI prints WorkbenchErrors as one line and exits with status 2; a run that fails after its
+bundle was written prints the manifest's error line and the resume command, and exits with 1.
 """
 
 from __future__ import annotations
@@ -40,6 +46,21 @@ class BundleLockedError(BundleError):
 
 class ModelError(WorkbenchError):
     """A language model could not be loaded or reached."""
+
+
+class RoundFailedError(ModelError):
+    """Too many of a round's answers failed (model_error or timeout): the run stopped as failed
+    before storing the round, so `workbench run --resume` replays it.
+
+    `round_number` and `bundle` say which round of which bundle (None when not given).
+    """
+
+    def __init__(
+        self, message: str, *, round_number: int | None = None, bundle: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.round_number = round_number
+        self.bundle = bundle
 
 
 class ContractError(WorkbenchError):

@@ -175,3 +175,28 @@ def test_n_agents_bound_is_the_public_constant(tmp_path: Path) -> None:
     assert python.startswith("RunConfig: n_agents: Input should be less than or equal to 100000000")
     path = write_run(tmp_path, n_agents=MAX_AGENTS + 1)
     assert message_of(lambda: load_run_config(path)).startswith(f"{path}: n_agents: ")
+
+
+# --------------------------------------------------------------------------- failed answers
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (1.5, "Input should be less than or equal to 1, got 1.5"),
+        (-0.1, "Input should be greater than or equal to 0, got -0.1"),
+        ("half", "expected a number or a fraction like 2/3, got 'half'"),
+    ],
+)
+def test_max_failed_share_outside_0_to_1(value: Any, says: str, tmp_path: Path) -> None:
+    python = message_of(lambda: RunConfig(population=POPULATION, max_failed_share=value))
+    assert python == f"RunConfig: max_failed_share: {says}"
+    path = write_run(tmp_path, max_failed_share=value)
+    assert message_of(lambda: load_run_config(path)) == f"{path}: max_failed_share: {says}"
+
+
+def test_max_failed_share_defaults_to_a_half_and_takes_fractions() -> None:
+    assert RunConfig(population=POPULATION).max_failed_share == 0.5
+    assert RunConfig(population=POPULATION, max_failed_share="1/4").max_failed_share == 0.25
+    for edge in (0, 1):
+        assert RunConfig(population=POPULATION, max_failed_share=edge).max_failed_share == edge

@@ -116,7 +116,22 @@ def test_round_stats_as_dict_has_every_field():
         "winning_guess": 50.0,
         "n_winners": 1,
         "share_within_half": 0.0,
+        "n_failed": 0,
+        "n_extracted": 0,
     }
+
+
+def test_round_stats_counts_failed_and_extracted_answers():
+    guesses = np.array([50.0, np.nan, np.nan, 20.0])
+    valid = np.array([True, False, False, True])
+    failed = np.array([False, True, True, False])
+    extracted = np.array([False, False, False, True])
+    stats = round_stats(guesses, valid, GameSpec(), failed=failed, extracted=extracted)
+    assert (stats.n, stats.n_valid, stats.n_failed, stats.n_extracted) == (4, 2, 2, 1)
+    nothing = round_stats(guesses[1:3], valid[1:3], GameSpec(), failed=failed[1:3])
+    assert (nothing.n_valid, nothing.n_failed) == (0, 2)
+    with pytest.raises(ValueError, match="failed has shape"):
+        round_stats(guesses, valid, GameSpec(), failed=failed[:2])
 
 
 def test_round_stats_large_population_is_vectorised():

@@ -2,9 +2,9 @@
 
 Two kinds of server: `workbench serve-model` (llama-cpp-python's real OpenAI-compatible server
 around the shipped SmolLM2; fixtures `llm_server`, `own_llm_server`) for answers, and a tiny
-threaded HTTP server in this file (`FakeServer`) whose replies a test scripts: slow answers,
-429 / 5xx / 400, malformed bodies, and a record of every request it saw. Only the request-body
-shapes use `httpx.MockTransport`.
+threaded HTTP server (`FakeServer`, tests/fake_openai.py) whose replies a test scripts: slow
+answers, 429 / 5xx / 400, malformed bodies, and a record of every request it saw. Only the
+request-body shapes use `httpx.MockTransport`.
 """
 
 from __future__ import annotations
@@ -17,19 +17,21 @@ from typing import Any
 
 import httpx
 import numpy as np
+import pandas as pd
 import pytest
+from cli_helpers import in_process
 from fake_openai import FakeServer, Reply, completion
 
 from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import GameSpec, ModelSpec
-from workbench.errors import ConfigError, ModelError
+from workbench.errors import ConfigError, ModelError, RoundFailedError, one_line
 from workbench.game import parse_answers
 from workbench.llm import make_model
 from workbench.llm.base import ChatModel, ChatRequest, OutputConstraint, SamplingParams
 from workbench.llm.grammar import integer_range_grammar, integer_range_regex
 from workbench.llm.openai_compat import OpenAICompatModel
-from workbench.results import verify_bundle
+from workbench.results import Bundle, verify_bundle
 from workbench.runtime import Simulation
 
 SERVED = "smollm2-135m"
@@ -193,9 +195,14 @@ def test_server_killed_mid_batch_gives_model_errors_and_no_exception(
     assert all(own_llm_server.url in r.error for r in again)
 
 
+def timeless(bundle) -> tuple[Any, Any]:
+    """A bundle's responses and rounds without the columns that measure time."""
+    return bundle.responses().drop(columns="latency_s"), bundle.rounds().drop(columns="seconds")
+
+
 @pytest.mark.slow
-def test_server_killed_between_rounds_the_run_completes_with_model_errors(
-    own_llm_server, make_config, tmp_path
+def test_server_killed_between_rounds_the_run_fails_and_resumes_on_a_restarted_server(
+    own_llm_server, start_llm_server, make_config, tmp_path
 ):
     config = make_config(
         policy={"kind": "llm"},
@@ -211,21 +218,60 @@ def test_server_killed_between_rounds_the_run_completes_with_model_errors(
             "timeout_s": 30,
         },
     )
+    whole = Simulation(config).run(out_dir=tmp_path / "whole", progress=False)
 
     def kill_after_first(number: int, stats, seconds: float) -> None:
         if number == 1:
             own_llm_server.kill()
 
-    bundle = Simulation(config).run(out_dir=tmp_path, progress=False, on_round=kill_after_first)
-    assert bundle.is_complete
-    report = verify_bundle(bundle.path)
-    assert report.ok, str(report)
-    frame = bundle.responses()
-    assert len(frame) == 10  # no decision missing
-    by_round = frame.groupby("round")["status"].apply(list).to_dict()
-    assert by_round == {1: ["ok"] * 5, 2: ["model_error"] * 5}
-    assert (frame.loc[frame["round"] == 2, "raw"].str.len() > 0).all()  # the error, kept
-    assert bundle.rounds()["n_valid"].tolist() == [5, 0]
+    sim = Simulation(config)
+    with pytest.raises(RoundFailedError) as caught:
+        sim.run(out_dir=tmp_path / "parts", progress=False, on_round=kill_after_first)
+    (path,) = (tmp_path / "parts").iterdir()
+    message = str(caught.value)
+    assert message.startswith("round 2: 5 of 5 answers failed (5 model_error; 100%)"), message
+    assert f"first error: {own_llm_server.url}" in message  # the dead endpoint, named
+    assert message.endswith(f"start the model server again, then: workbench run --resume {path}")
+    failed = Bundle.open(path)
+    assert failed.status == "failed" and failed.error == one_line(caught.value)
+    assert failed.rounds_count == 1 and failed.responses()["round"].unique().tolist() == [1]
+    assert not verify_bundle(path).ok  # never presented as a result
+
+    # the CLI on a server that answers 500 to every chat: failed again, the server's own
+    # error quoted, exit 1, one error line, no traceback
+    def out_of_memory(body: dict, n: int) -> Reply:
+        return 500, {"error": "CUDA out of memory"}
+
+    with FakeServer(out_of_memory, model=SERVED) as sick:
+        args = ["run", "--resume", path, "--base-url", sick.url, "--no-progress"]
+        result = in_process(args, cwd=tmp_path)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stdout + result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line == f"error: {Bundle.open(path).error}"
+    assert line.startswith("error: RoundFailedError: round 2: 5 of 5 answers failed")
+    assert "HTTP 500" in line and "CUDA out of memory" in line
+    assert line.endswith(f"workbench run --resume {path}")
+    assert f"status: failed\nbundle: {path}" in result.stdout
+    assert Bundle.open(path).status == "failed"
+
+    # the server restarted on another port: --resume --base-url finishes the run
+    server = start_llm_server()
+    assert server.url != own_llm_server.url
+    result = in_process(
+        ["run", "--resume", path, "--base-url", server.url, "--no-progress"], tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"bundle: {path}" in result.stdout
+    resumed = Bundle.open(path)
+    report = verify_bundle(path)
+    assert resumed.is_complete and report.ok, str(report)
+    changes = [entry.get("changes") for entry in resumed.manifest["resumed"]]
+    assert changes == [{"model.base_urls": [sick.url]}, {"model.base_urls": [server.url]}]
+    assert resumed.config.model.base_urls == [own_llm_server.url]  # as the run started
+    assert resumed.rounds()["n_failed"].tolist() == [0, 0]
+    for left, right in zip(timeless(resumed), timeless(whole), strict=True):
+        pd.testing.assert_frame_equal(left, right)
 
 
 # --------------------------------------------------------------------------- timeouts, retries

@@ -13,7 +13,8 @@ import pytest
 
 from workbench.config import RunConfig
 from workbench.errors import BundleError
-from workbench.results import Bundle, BundleWriter, VerifyReport, verify_bundle
+from workbench.results import ROUND_COLUMNS, Bundle, BundleWriter, VerifyReport, verify_bundle
+from workbench.results.layout import LATER_STATS
 
 GUESSES = {1: [10.0, 20.0, 35.0, 50.0], 2: [5.0, 12.0, 20.0, 33.0]}
 STATUSES = {1: ["ok", "ok", "ok", "ok"], 2: ["ok", "ok", "no_number", "ok"]}
@@ -210,3 +211,109 @@ def test_not_a_bundle_raises(tmp_path: Path) -> None:
         verify_bundle(tmp_path)
     with pytest.raises(BundleError, match="not a result bundle"):
         verify_bundle(tmp_path / "missing")
+
+
+# --------------------------------------------------------------------------- later statistics
+
+
+def as_an_older_writer_wrote_it(path: Path) -> None:
+    """Drop the statistics added later (n_failed, n_extracted) from rounds.parquet,
+    groups.parquet and the manifest's rounds, with the hashes an older writer would list."""
+    later = list(LATER_STATS)
+    for name in ("rounds.parquet", "groups.parquet"):
+        if (path / name).is_file():
+            pq.write_table(pq.read_table(path / name).drop_columns(later), path / name)
+            update_manifest_entry(path, name)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["rounds"] = [
+        {k: v for k, v in r.items() if k not in later} for r in manifest["rounds"]
+    ]
+    (path / "manifest.json").write_text(json.dumps(manifest))
+
+
+def grouped_bundle(root: Path) -> Path:
+    """honest_bundle's rounds with per-gender groups, one answer of round 2 a model error."""
+    from workbench.game.rules import round_stats
+
+    config = RunConfig.model_validate(
+        make_config().model_dump() | {"game": {"rounds": 2, "group_by": "gender"}}
+    )
+    gender = np.array(["male", "female"] * 2)
+    writer = BundleWriter(root, config, run_id="grouped")
+    writer.write_personas(pd.DataFrame({"agent_id": range(4), "gender": gender}))
+    for r in (1, 2):
+        frame = shard_frame(r, [0, 1, 2, 3])
+        if r == 2:
+            frame.loc[3, ["status", "guess"]] = ["model_error", np.nan]
+        writer.write_responses(r, 0, frame)
+        guesses = frame["guess"].to_numpy()
+        valid = (frame["status"] == "ok").to_numpy()
+        failed = (frame["status"] == "model_error").to_numpy()
+        groups = [
+            {
+                "group": g,
+                **round_stats(
+                    guesses[gender == g],
+                    valid[gender == g],
+                    config.game,
+                    failed=failed[gender == g],
+                ).as_dict(),
+            }
+            for g in ("female", "male")
+        ]
+        writer.write_group_stats(r, groups)
+        stats = round_stats(guesses, valid, config.game, failed=failed).as_dict()
+        writer.end_round({"round": r, **stats, "seconds": 0.01})
+    writer.finish()
+    return writer.path
+
+
+def test_a_bundle_holds_the_failed_count_and_verify_checks_it(tmp_path: Path) -> None:
+    path = grouped_bundle(tmp_path)
+    assert verify_bundle(path).ok, verify_bundle(path).problems
+    bundle = Bundle.open(path)
+    assert bundle.rounds()["n_failed"].tolist() == [0, 1]
+    assert bundle.groups()["n_failed"].tolist() == [0, 0, 1, 0]  # agent 3: female, round 2
+
+    def change(frame: pd.DataFrame) -> None:
+        frame.loc[frame["round"] == 2, "n_failed"] = 0
+
+    rewrite_parquet(path / "rounds.parquet", change)
+    update_manifest_entry(path, "rounds.parquet")
+    assert verify_bundle(path).problems == [
+        "rounds.parquet round 2: n_failed is 0, recomputed from responses 1"
+    ]
+
+
+def test_an_older_bundle_without_the_later_counts_opens_and_verifies(tmp_path: Path) -> None:
+    path = grouped_bundle(tmp_path)
+    as_an_older_writer_wrote_it(path)
+    bundle = Bundle.open(path)
+    assert "n_failed" not in bundle.rounds(as_written=True).columns
+    assert "n_failed" not in bundle.groups(as_written=True).columns
+    report = verify_bundle(path)
+    assert report.ok, report.problems
+    rounds = bundle.rounds()  # read as 0: not recorded
+    assert tuple(rounds.columns) == ROUND_COLUMNS
+    assert rounds["n_failed"].tolist() == [0, 0] and rounds["n_extracted"].dtype == np.int64
+    assert bundle.groups()["n_failed"].tolist() == [0, 0, 0, 0]
+
+
+def test_rounds_that_did_not_record_the_later_counts_read_as_0(tmp_path: Path) -> None:
+    """A resumed older bundle: its earlier rounds come back from manifest entries without them."""
+    from workbench.game.rules import round_stats
+
+    config = make_config()
+    with BundleWriter(tmp_path, config, run_id="mixed") as writer:
+        writer.write_personas(pd.DataFrame({"agent_id": range(4), "gender": ["male"] * 4}))
+        for r in (1, 2):
+            writer.write_responses(r, 0, shard_frame(r, [0, 1, 2, 3]))
+            valid = np.array([s == "ok" for s in STATUSES[r]])
+            stats = round_stats(np.array(GUESSES[r]), valid, config.game).as_dict()
+            if r == 1:
+                stats = {k: v for k, v in stats.items() if k not in LATER_STATS}
+            writer.end_round({"round": r, **stats, "seconds": 0.01})
+    bundle = Bundle.open(tmp_path / "mixed")
+    assert bundle.rounds(as_written=True)["n_failed"].isna().tolist() == [True, False]
+    assert bundle.rounds()["n_failed"].tolist() == [0, 0]
+    assert verify_bundle(bundle.path).ok

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from workbench.errors import BundleError
+from workbench.errors import BundleError, ConfigError, RoundFailedError
 from workbench.llm.base import ChatResult
 from workbench.results import Bundle, BundleWriter, verify_bundle
 from workbench.runtime import Simulation
@@ -255,6 +255,73 @@ def test_a_failed_run_can_be_resumed(make_config, tmp_path):
     assert Bundle.open(path).status == "failed"
     resumed = Simulation.resume(path, model=PromptHashModel()).run(progress=False)
     assert_same_final_bundle(resumed, whole, 6)
+
+
+class DeadInRoundTwo:
+    """PromptHashModel until round 2, whose every answer then fails as a dead server's would."""
+
+    identity = {"engine": "fake", "name": "dead-in-round-2"}
+
+    def __init__(self) -> None:
+        self.model = PromptHashModel()
+
+    async def generate(self, requests, params):
+        if any("Round 2 of" in r.messages[1]["content"] for r in requests):
+            error = "ConnectError: [Errno 111] Connection refused"
+            return [ChatResult(text=None, error=error, error_kind="model_error") for _ in requests]
+        return await self.model.generate(requests, params)
+
+
+def test_a_round_failed_by_a_dead_model_is_replayed_on_resume(make_config, tmp_path):
+    config = make_config(policy={"kind": "llm"}, n_agents=6, rounds=3, seed=1, agents_per_shard=4)
+    whole = Simulation(config, model=PromptHashModel()).run(out_dir=tmp_path / "w", progress=False)
+    with pytest.raises(RoundFailedError, match="round 2: 6 of 6 answers failed"):
+        Simulation(config, model=DeadInRoundTwo()).run(out_dir=tmp_path / "parts", progress=False)
+    (path,) = (tmp_path / "parts").iterdir()
+    failed = Bundle.open(path)
+    assert failed.status == "failed" and failed.rounds_count == 1
+    assert "RoundFailedError: round 2" in failed.error
+    assert not (path / "responses" / "round-2").exists()
+
+    resumed = Simulation.resume(path, model=PromptHashModel()).run(progress=False)
+    assert_same_final_bundle(resumed, whole, 6)
+    assert resumed.manifest["error"] is None
+    assert [r["after_round"] for r in resumed.manifest["resumed"]] == [1]
+    events = [(e["kind"], e.get("status"), e.get("resumed_after")) for e in resumed.events()]
+    starts_and_ends = [e for e in events if e[0] in ("run_started", "run_finished")]
+    assert starts_and_ends == [
+        ("run_started", None, 0),
+        ("run_finished", "failed", None),
+        ("run_started", None, 1),
+        ("run_finished", "complete", None),
+    ]
+    rounds = [e["round"] for e in resumed.events() if e["kind"] == "round_finished"]
+    assert rounds == [1, 2, 3]  # the failed round 2 never finished before the resume
+
+
+def test_a_resume_may_reach_the_model_at_new_base_urls(make_config, tmp_path):
+    old, new = "http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1"
+    model = {"kind": "openai", "base_urls": [old], "name": "m"}
+    config = make_config(policy={"kind": "llm"}, n_agents=4, rounds=2, model=model)
+    run = Simulation(config, model=DeadInRoundTwo())
+    with pytest.raises(RoundFailedError):
+        run.run(out_dir=tmp_path, progress=False)
+    (path,) = tmp_path.iterdir()
+    sim = Simulation.resume(path, base_urls=[new], model=PromptHashModel())
+    assert sim.config.model.base_urls == [new]
+    resumed = sim.run(progress=False)
+    assert resumed.is_complete and verify_bundle(resumed.path).ok
+    assert resumed.config.model.base_urls == [old]  # the config the run started with
+    assert resumed.manifest["resumed"][-1]["changes"] == {"model.base_urls": [new]}
+    started = [e for e in resumed.events() if e["kind"] == "run_started"]
+    assert started[-1]["config"]["model"]["base_urls"] == [new]  # what the resumed run used
+
+
+def test_new_base_urls_need_an_openai_model(make_config, tmp_path):
+    sim = Simulation(make_config(policy=LEVEL_K, rounds=2))
+    bundle = sim.run(out_dir=tmp_path, progress=False, on_round=cancel_after(sim, 1))
+    with pytest.raises(ConfigError, match="^base_urls: the run's model is kind 'embedded'"):
+        Simulation.resume(bundle.path, base_urls=["http://127.0.0.1:9/v1"])
 
 
 # --------------------------------------------------------------------------- command line

@@ -4,10 +4,11 @@ import re
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from workbench.agents import streams
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, ModelError, RoundFailedError, one_line
 from workbench.game import RoundStats, format_number
 from workbench.llm.base import ChatResult
 from workbench.results import Bundle, list_bundles, verify_bundle
@@ -211,9 +212,36 @@ def test_llm_policy_uses_the_configured_embedded_model(make_config):
 
 
 @pytest.mark.parametrize("kind", ["model_error", "timeout"])
-def test_failing_model_gives_failed_decisions_and_the_run_completes(kind, make_config, tmp_path):
+def test_a_round_whose_answers_all_failed_stops_the_run_as_failed(kind, make_config, tmp_path):
+    config = make_config(policy={"kind": "llm"}, n_agents=6, rounds=2)
+    with pytest.raises(RoundFailedError) as caught:
+        run_sim(config, tmp_path, model=FailingModel(kind))
+    (path,) = tmp_path.iterdir()
+    message = str(caught.value)
+    assert message.startswith(f"round 1: 6 of 6 answers failed (6 {kind}; 100%)")
+    assert "more than max_failed_share 0.5 allows" in message
+    assert f"first error: {kind}: gave up;" in message
+    assert message.endswith(f"start the model server again, then: workbench run --resume {path}")
+    assert (caught.value.round_number, caught.value.bundle) == (1, str(path))
+    assert isinstance(caught.value, ModelError)
+
+    bundle = Bundle.open(path)
+    assert bundle.status == "failed" and bundle.error == one_line(caught.value)
+    assert bundle.rounds_count == 0 and len(bundle.rounds()) == 0
+    assert not (path / "responses" / "round-1").exists()  # never stored, replayed on resume
+    last = bundle.events()[-1]
+    assert (last["kind"], last["status"], last["rounds_done"]) == ("run_finished", "failed", 0)
+    assert last["error"] == bundle.error
+    assert not verify_bundle(path).ok  # incomplete: a failed run is never presented as a result
+
+
+@pytest.mark.parametrize("kind", ["model_error", "timeout"])
+def test_max_failed_share_1_keeps_failed_decisions_and_the_run_completes(
+    kind, make_config, tmp_path
+):
     model = FailingModel(kind)
-    config = make_config(policy={"kind": "llm"}, n_agents=6, rounds=2, game={"rounds": 2})
+    config = make_config(policy={"kind": "llm"}, n_agents=6, rounds=2)
+    config = config.model_copy(update={"max_failed_share": 1.0})
     bundle = run_sim(config, tmp_path, model=model)
     assert_complete(bundle, 6, 2)
     frame = bundle.responses()
@@ -222,11 +250,108 @@ def test_failing_model_gives_failed_decisions_and_the_run_completes(kind, make_c
     assert frame["raw"].str.contains("gave up").all()
     table = bundle.rounds()
     assert table["n_valid"].tolist() == [0, 0]
+    assert table["n_failed"].tolist() == [6, 6]
     assert table["target"].isna().all()
     assert bundle.manifest["model"]["engine"] == "failing"
     # round 2 was still asked, and told that round 1 had no winner
     second = user_messages(model.requests, 2)
     assert len(second) == 6 and all("nobody won" in t for t in second)
+
+
+class SomeFail:
+    """A model that fails the requests of the agents `fails(agent_id)` picks, each with the
+    error `error(agent_id)` (kind timeout when the text says so), and answers 40 to the others."""
+
+    identity = {"engine": "fake", "name": "some-fail"}
+
+    def __init__(self, fails, error=lambda agent: "ConnectError: connection refused") -> None:
+        self.fails = fails
+        self.error = error
+
+    async def generate(self, requests, params):
+        results = []
+        for r in requests:
+            if not self.fails(r.agent_id):
+                results.append(ChatResult(text="40"))
+                continue
+            text = self.error(r.agent_id)
+            kind = "timeout" if text.startswith("timeout") else "model_error"
+            results.append(ChatResult(text=None, error=text, error_kind=kind))
+        return results
+
+
+def test_failures_below_the_threshold_are_recorded_and_the_run_completes(make_config, tmp_path):
+    config = make_config(policy={"kind": "llm"}, n_agents=12, rounds=2, game={"group_by": "gender"})
+    model = SomeFail(lambda agent: agent % 3 == 0)  # 4 of 12: a third, under a half
+    bundle = run_sim(config, tmp_path, model=model)
+    assert_complete(bundle, 12, 2)
+    frame = bundle.responses()
+    failed = frame["agent_id"] % 3 == 0
+    assert (frame.loc[failed, "status"] == "model_error").all()
+    assert frame.loc[failed, "raw"].str.contains("connection refused").all()
+    assert (frame.loc[~failed, "status"] == "ok").all()
+    rounds = bundle.rounds()
+    assert rounds["n_failed"].tolist() == [4, 4] and rounds["n_valid"].tolist() == [8, 8]
+    assert rounds["n_extracted"].tolist() == [0, 0]
+    groups = bundle.groups()
+    assert groups.groupby("round")["n_failed"].sum().tolist() == [4, 4]
+    gender = bundle.personas().set_index("agent_id")["gender"]
+    expected = frame[failed & (frame["round"] == 1)]["agent_id"].map(gender).value_counts()
+    stored = groups[groups["round"] == 1].set_index("group")["n_failed"]
+    assert stored[stored > 0].sort_index().to_dict() == expected.sort_index().to_dict()
+    finished = [e for e in bundle.events() if e["kind"] == "round_finished"]
+    assert [e["failures"] for e in finished] == [4, 4]
+    assert [e["stats"]["n_failed"] for e in finished] == [4, 4]
+
+
+def test_the_error_quoted_is_the_most_telling_one_and_failures_are_counted_by_kind(
+    make_config, tmp_path
+):
+    def error(agent: int) -> str:
+        if agent == 4:
+            return "HTTP 500 from http://127.0.0.1:9/v1: out of memory"
+        return "timeout after 30 s" if agent % 2 else "ConnectError: connection refused"
+
+    config = make_config(policy={"kind": "llm"}, n_agents=8, rounds=2)
+    config = config.model_copy(update={"max_failed_share": 0.6})
+    with pytest.raises(RoundFailedError) as caught:
+        run_sim(config, tmp_path, model=SomeFail(lambda agent: agent != 7, error))
+    message = str(caught.value)
+    # 7 of 8 failed: agents 0, 2, 4, 6 a model error (the first refused), 1, 3, 5 timed out
+    assert message.startswith("round 1: 7 of 8 answers failed (4 model_error, 3 timeout; 87.5%)")
+    assert "more than max_failed_share 0.6 allows" in message
+    assert "first error: HTTP 500 from http://127.0.0.1:9/v1: out of memory;" in message
+
+
+def test_a_long_error_is_cut_and_the_fix_survives_in_the_manifest(make_config, tmp_path):
+    config = make_config(policy={"kind": "llm"}, n_agents=4, rounds=1)
+    with pytest.raises(RoundFailedError):
+        run_sim(
+            config, tmp_path, model=SomeFail(lambda a: True, lambda a: "HTTP 500 " + "x" * 5000)
+        )
+    (path,) = tmp_path.iterdir()
+    error = Bundle.open(path).error
+    assert len(error) < 800
+    assert error.endswith(f"workbench run --resume {path}")
+
+
+def test_the_extracted_column_is_counted_overall_and_per_group(make_config, tmp_path, monkeypatch):
+    """The policy's optional bool column `extracted` (answers read by the extraction call)."""
+    from workbench.agents.policies import LLMPolicy
+
+    act = LLMPolicy.act
+
+    async def marking(self, shard, ctx):
+        table = await act(self, shard, ctx)
+        marks = [None if a == 1 else a % 2 == 0 for a in table.column("agent_id").to_pylist()]
+        return table.append_column("extracted", pa.array(marks, pa.bool_()))
+
+    monkeypatch.setattr(LLMPolicy, "act", marking)
+    config = make_config(policy={"kind": "llm"}, n_agents=6, rounds=2, game={"group_by": "gender"})
+    bundle = run_sim(config, tmp_path, model=SomeFail(lambda agent: False))
+    assert_complete(bundle, 6, 2)  # verify recomputes n_extracted from the responses too
+    assert bundle.rounds()["n_extracted"].tolist() == [3, 3]  # agents 0, 2 and 4
+    assert bundle.groups().groupby("round")["n_extracted"].sum().tolist() == [3, 3]
 
 
 class ExplodingModel(FailingModel):
@@ -284,3 +409,19 @@ def test_embedded_model_run_is_reproducible(make_config, embedded_model, tmp_pat
         assert f"round 1: {format_number(target)}" in text
         assert f"Your own numbers so far: round 1: {format_number(guess)}." in text
     assert not math.isnan(target)
+
+
+def test_the_progress_bar_never_shows_nan_and_flags_failures(capsys):
+    from workbench.runtime.events import RoundFinished
+    from workbench.runtime.simulation import RoundBar
+
+    bar = RoundBar(3, "run")
+    nan = float("nan")
+    bar(RoundFinished(round=1, stats={"n_valid": 0, "n_failed": 6, "mean": nan, "target": nan}))
+    assert bar.bar.postfix == "no valid answers, 6 failed"
+    bar(RoundFinished(round=2, stats={"n_valid": 4, "n_failed": 2, "mean": 40.0, "target": 80 / 3}))
+    assert bar.bar.postfix == "mean=40.00, target=26.67, 2 failed"
+    bar(RoundFinished(round=3, stats={"n_valid": 6, "n_failed": 0, "mean": 30.0, "target": 20.0}))
+    assert bar.bar.postfix == "mean=30.00, target=20.00"
+    bar.close()
+    assert "nan" not in capsys.readouterr().err.lower()

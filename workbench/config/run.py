@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +15,7 @@ from workbench.config.game import GameSpec
 from workbench.config.model import ModelSpec
 from workbench.config.policy import POLICY_KINDS, LLMPolicySpec, PolicySpec
 from workbench.config.population import PopulationSpec
+from workbench.errors import ConfigError
 
 MAX_AGENTS = 100_000_000
 """Most agents one run (or one sampled persona set) may have."""
@@ -113,6 +115,14 @@ class RunConfig(StrictModel):
         default_factory=BackendSpec, description="where shards of agents run: local or ray"
     )
     output: OutputSpec = Field(default_factory=OutputSpec, description="where bundles go")
+    max_failed_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="the run stops as failed (resumable) when more than this share of a "
+        "round's answers failed (model_error or timeout), before the round is stored; "
+        "0: any failure stops it, 1: never stop",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -132,6 +142,11 @@ class RunConfig(StrictModel):
             return {str(k): parse_number(v) for k, v in value.items()}
         return value
 
+    @field_validator("max_failed_share", mode="before")
+    @classmethod
+    def _failed_share_fraction(cls, value: Any) -> Any:
+        return parse_number(value)
+
     @field_validator("name")
     @classmethod
     def _name_fits_a_folder(cls, value: str) -> str:
@@ -147,6 +162,26 @@ class RunConfig(StrictModel):
     @classmethod
     def _path_as_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, Path) else value
+
+    def with_base_urls(self, urls: Sequence[str], where: str = "base_urls") -> RunConfig:
+        """This config with its model reached at `urls` (a restarted server on a new port).
+
+        Where the model answers, not what answers: a resumed run may change it. ConfigError,
+        starting with `where`, unless the run has one model of kind openai and the URLs are valid.
+        """
+        if self.models:
+            raise ConfigError(
+                f"{where}: this run names several models (models: {sorted(self.models)}); "
+                "set each one's base_urls in the config instead"
+            )
+        if self.model.kind != "openai":
+            raise ConfigError(
+                f"{where}: the run's model is kind {self.model.kind!r}; base URLs are for "
+                "kind openai"
+            )
+        data = self.model_dump(mode="json")
+        data["model"]["base_urls"] = list(urls)
+        return type(self).validate_data(data, where)
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:

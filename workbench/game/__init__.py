@@ -11,6 +11,7 @@ from workbench.game.prompts import (
     user_message,
 )
 from workbench.game.rules import (
+    FAILED_STATUSES,
     ROUND_STAT_FIELDS,
     TIE_TOLERANCE,
     WITHIN,
@@ -23,6 +24,7 @@ from workbench.game.rules import (
 
 __all__ = [
     "ANSWER_MARKER",
+    "FAILED_STATUSES",
     "ROUND_STAT_FIELDS",
     "STATUS_DTYPE",
     "TIE_TOLERANCE",

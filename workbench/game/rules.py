@@ -12,12 +12,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.config import GameSpec
+from workbench.game.parse import Status
 
 TIE_TOLERANCE = 1e-9
 """Distances to the target that differ by at most this much count as equal (float ties)."""
 
 WITHIN = 0.5
 """Half-width of the "close to the target" band the paper reports (|guess - target| <= 0.5)."""
+
+FAILED_STATUSES: tuple[str, ...] = (Status.MODEL_ERROR.value, Status.TIMEOUT.value)
+"""Statuses of answers whose model call failed (no answer came back): counted as `n_failed`."""
 
 
 def equilibrium(game: GameSpec) -> float:
@@ -42,7 +46,9 @@ def target(mean: float, game: GameSpec) -> float:
 class RoundStats:
     """Summary of one round over the valid guesses (`n` also counts the invalid ones).
 
-    With no valid guess the mean, median, std, target and winning guess are nan.
+    With no valid guess the mean, median, std, target and winning guess are nan. `n_failed`
+    counts the answers whose model call failed (FAILED_STATUSES) and `n_extracted` those read
+    by the extraction call; both came later, so older bundles lack them (read as 0).
     """
 
     n: int
@@ -54,6 +60,8 @@ class RoundStats:
     winning_guess: float
     n_winners: int
     share_within_half: float
+    n_failed: int = 0
+    n_extracted: int = 0
 
     def as_dict(self) -> dict:
         """The fields as a plain dict, for tables and JSON."""
@@ -92,17 +100,39 @@ def winners(guesses: np.ndarray, valid: np.ndarray, target: float) -> np.ndarray
     return _closest(np.where(usable, np.abs(values - target), np.inf))
 
 
-def round_stats(guesses: np.ndarray, valid: np.ndarray, game: GameSpec) -> RoundStats:
+def _count(mask: np.ndarray | None, size: int, name: str) -> int:
+    """True entries of an optional per-agent bool mask (0 when None); its size must match."""
+    if mask is None:
+        return 0
+    flags = np.asarray(mask, dtype=bool)
+    if flags.shape != (size,):
+        raise ValueError(f"{name} has shape {flags.shape} but guesses has shape {(size,)}")
+    return int(np.count_nonzero(flags))
+
+
+def round_stats(
+    guesses: np.ndarray,
+    valid: np.ndarray,
+    game: GameSpec,
+    *,
+    failed: np.ndarray | None = None,
+    extracted: np.ndarray | None = None,
+) -> RoundStats:
     """Statistics of one round; invalid (or non-finite) guesses are left out of all but `n`.
 
     std is the population std (ddof=0). When the closest guesses tie on two different values
-    (target exactly between them), `winning_guess` is the smaller one.
+    (target exactly between them), `winning_guess` is the smaller one. `failed` and `extracted`
+    are per-agent masks counted into `n_failed` and `n_extracted` (0 when not given).
     """
     values, usable = _checked(guesses, valid)
+    counts = {
+        "n_failed": _count(failed, values.size, "failed"),
+        "n_extracted": _count(extracted, values.size, "extracted"),
+    }
     picked = values[usable]
     if picked.size == 0:
         nan = float("nan")
-        return RoundStats(values.size, 0, nan, nan, nan, nan, nan, 0, 0.0)
+        return RoundStats(values.size, 0, nan, nan, nan, nan, nan, 0, 0.0, **counts)
     mean = float(picked.mean())
     goal = target(mean, game)
     distance = np.abs(picked - goal)
@@ -118,4 +148,5 @@ def round_stats(guesses: np.ndarray, valid: np.ndarray, game: GameSpec) -> Round
         winning_guess=float(picked[won].min()),
         n_winners=int(np.count_nonzero(won)),
         share_within_half=float(near / picked.size),
+        **counts,
     )

@@ -48,6 +48,7 @@ from workbench.results.layout import (  # noqa: F401  (re-exported: the old impo
     response_table,
     rounds_table,
     walk,
+    with_later_stats,
 )
 from workbench.results.redact import REDACTED, redact  # noqa: F401  (re-exported)
 
@@ -263,16 +264,22 @@ class Bundle:
         """The personas table, one row per agent."""
         return self._table(PERSONAS_FILE).to_pandas()
 
-    def groups(self) -> pd.DataFrame:
-        """Per-round statistics of each group (empty when the run had no `game.group_by`)."""
+    def groups(self, *, as_written: bool = False) -> pd.DataFrame:
+        """Per-round statistics of each group (empty when the run had no `game.group_by`).
+
+        Statistics an older bundle did not record read as 0 (`LATER_STATS`) unless
+        `as_written`, which gives the file's own columns and nulls (what verify checks).
+        """
         path = self._listed(GROUPS_FILE)
         if path is None or not (path.is_file() or path.is_symlink()):
             return pd.DataFrame()
-        return read_parquet(path).to_pandas()
+        table = read_parquet(path)
+        return (table if as_written else with_later_stats(table)).to_pandas()
 
-    def rounds(self) -> pd.DataFrame:
-        """Per-round statistics, one row per finished round."""
-        return self._table(ROUNDS_FILE).to_pandas()
+    def rounds(self, *, as_written: bool = False) -> pd.DataFrame:
+        """Per-round statistics, one row per finished round (`as_written`: as in `groups`)."""
+        table = self._table(ROUNDS_FILE)
+        return (table if as_written else with_later_stats(table)).to_pandas()
 
     def events(self) -> list[dict[str, Any]]:
         """The run's events from events.jsonl, in order ([] when it has none)."""

@@ -7,6 +7,7 @@ accepted where tables come in, and produced only by the reader.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import typing
@@ -102,6 +103,14 @@ ROUND_SCHEMA: pa.Schema = pa.schema(
 
 ROUND_COLUMNS: tuple[str, ...] = tuple(ROUND_SCHEMA.names)
 """Columns of rounds.parquet, in order; extra statistics follow them."""
+
+LATER_STATS: dict[str, Any] = {
+    f.name: f.default
+    for f in dataclasses.fields(RoundStats)
+    if f.default is not dataclasses.MISSING
+}
+"""Statistics added after the first bundles (those with a default), and what they read as where
+a bundle did not record them: older rounds.parquet and groups.parquet files lack the column."""
 
 _PART = re.compile(rf"^{RESPONSES_DIR}/round-(\d+)/part-(\d+)\.parquet$")
 _ROUND_DIR = re.compile(r"^round-\d+$")
@@ -310,6 +319,26 @@ def rounds_table(rounds: list[dict[str, Any]]) -> pa.Table:
         columns.append(column)
         fields.append(field)
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def with_later_stats(table: pa.Table) -> pa.Table:
+    """A rounds or groups table with every LATER_STATS column, each placed after the statistic
+    before it; cells a bundle did not record (an older writer) read as the default."""
+    for name, default in LATER_STATS.items():
+        field = ROUND_SCHEMA.field(name)
+        if name in table.column_names:
+            index = table.column_names.index(name)
+            column = table.column(index)
+            if column.null_count:
+                filled = pc.fill_null(column.cast(field.type), default)
+                table = table.set_column(index, field, filled)
+            continue
+        earlier = ROUND_STAT_FIELDS[: ROUND_STAT_FIELDS.index(name)]
+        present = [table.column_names.index(c) for c in earlier if c in table.column_names]
+        index = max(present) + 1 if present else table.num_columns
+        values = pa.array(np.full(table.num_rows, default), field.type)
+        table = table.add_column(index, field, values)
+    return table
 
 
 def conform(table: pa.Table, path: Path) -> pa.Table:

@@ -18,10 +18,11 @@ import pyarrow as pa
 from workbench._files import sha256_file
 from workbench.config import RunConfig, read_yaml, validate
 from workbench.errors import BundleError, ConfigError
-from workbench.game.rules import ROUND_STAT_FIELDS, round_stats
+from workbench.game.rules import FAILED_STATUSES, ROUND_STAT_FIELDS, round_stats
 from workbench.results.bundle import Bundle
 from workbench.results.layout import (
     CONFIG_FILE,
+    LATER_STATS,
     RESPONSES_DIR,
     data_files,
     file_rows,
@@ -159,7 +160,7 @@ def _check_config(bundle: Bundle, problems: list[str]) -> RunConfig | None:
 def _check_rounds(bundle: Bundle, config: RunConfig | None, problems: list[str]) -> None:
     """rounds.parquet against the manifest and against statistics recomputed from responses."""
     try:
-        rounds = bundle.rounds()
+        rounds = bundle.rounds(as_written=True)
     except BundleError as exc:
         problems.append(str(exc))
         return
@@ -202,19 +203,44 @@ def _check_rounds(bundle: Bundle, config: RunConfig | None, problems: list[str])
             problems.append(
                 f"round {number}: {len(responses)} responses, config n_agents is {config.n_agents}"
             )
-        guesses = pd.to_numeric(responses["guess"], errors="coerce").to_numpy(
-            dtype=np.float64, na_value=np.nan
-        )
-        valid = (responses["status"] == "ok").fillna(False).to_numpy(dtype=bool)
-        expected = round_stats(guesses, valid, config.game).as_dict()
-        _compare(row, expected, where, problems)
+        masks = _masks(responses)
+        expected = round_stats(masks["guesses"], masks["valid"], config.game, **_counted(masks))
+        _compare(row, expected.as_dict(), where, problems)
         if config.game.group_by is not None:
-            _check_groups(bundle, config, number, responses, guesses, valid, problems)
+            _check_groups(bundle, config, number, responses, masks, problems)
+
+
+def _masks(responses: pd.DataFrame) -> dict[str, np.ndarray]:
+    """One round's responses as the arrays round_stats takes: guesses, and the valid, failed
+    and (when the responses have the column) extracted masks."""
+    status = responses["status"]
+    masks = {
+        "guesses": pd.to_numeric(responses["guess"], errors="coerce").to_numpy(
+            dtype=np.float64, na_value=np.nan
+        ),
+        "valid": (status == "ok").fillna(False).to_numpy(dtype=bool),
+        "failed": status.isin(FAILED_STATUSES).to_numpy(dtype=bool),
+    }
+    if "extracted" in responses.columns:
+        masks["extracted"] = responses["extracted"].eq(True).to_numpy(dtype=bool)  # null: no
+    return masks
+
+
+def _counted(masks: dict[str, np.ndarray], pick: np.ndarray | None = None) -> dict[str, Any]:
+    """round_stats' `failed` and `extracted` arguments from `_masks` (rows `pick`, or all)."""
+    return {
+        name: masks[name] if pick is None else masks[name][pick]
+        for name in ("failed", "extracted")
+        if name in masks
+    }
 
 
 def _compare(row: dict, expected: dict, where: str, problems: list[str]) -> None:
-    """Every statistic of a stored row against its recomputed value."""
+    """Every statistic of a stored row against its recomputed value; a later statistic
+    (`LATER_STATS`) that an older bundle did not record is not a problem."""
     for name in STAT_FIELDS:
+        if name in LATER_STATS and (name not in row or pd.isna(row[name])):
+            continue
         if name not in row:
             problems.append(f"{where}: no {name!r} column")
         elif not _same(_number(row[name]), expected[name]):
@@ -228,13 +254,12 @@ def _check_groups(
     config: RunConfig,
     number: int,
     responses: pd.DataFrame,
-    guesses: np.ndarray,
-    valid: np.ndarray,
+    masks: dict[str, np.ndarray],
     problems: list[str],
 ) -> None:
     """groups.parquet's rows of one round against statistics recomputed per group."""
     column = config.game.group_by
-    stored = bundle.groups()
+    stored = bundle.groups(as_written=True)
     stored = stored[stored["round"] == number] if len(stored) else stored
     group_of = bundle.personas().set_index("agent_id")[column].astype(str)
     groups = group_of.reindex(responses["agent_id"]).to_numpy()
@@ -245,8 +270,10 @@ def _check_groups(
         return
     for row in stored.to_dict("records"):
         mask = groups == str(row["group"])
-        expected = round_stats(guesses[mask], valid[mask], config.game).as_dict()
-        _compare(row, expected, f"groups.parquet round {number} group {row['group']!r}", problems)
+        guesses, valid = masks["guesses"][mask], masks["valid"][mask]
+        expected = round_stats(guesses, valid, config.game, **_counted(masks, mask))
+        where = f"groups.parquet round {number} group {row['group']!r}"
+        _compare(row, expected.as_dict(), where, problems)
 
 
 def verify_bundle(path: str | Path) -> VerifyReport:

@@ -264,12 +264,14 @@ class BundleWriter:
         self._lock_path: Path | None = None
 
     @classmethod
-    def reopen(cls, path: str | Path) -> BundleWriter:
+    def reopen(cls, path: str | Path, changes: Mapping[str, Any] | None = None) -> BundleWriter:
         """Continue an unfinished bundle (cancelled, failed or killed) after its last full round.
 
         Response files and group statistics of a round that never ended are removed, and a
         partial last line of events.jsonl; the manifest goes back to "running" and records
-        when the run was resumed. A complete bundle, or one another process writes, is refused.
+        when the run was resumed, and `changes` (e.g. a new model endpoint) made for it; its
+        config stays the one the run started with. A complete bundle, or one another process
+        writes, is refused.
         """
         bundle = Bundle.open(path)
         if bundle.status == "complete":
@@ -278,13 +280,13 @@ class BundleWriter:
         self._start(bundle.path, bundle.run_id)
         self._lock_path = lock.acquire(self._path, self)
         try:
-            self._resume(Bundle.open(path))  # read again: the lock is ours now
+            self._resume(Bundle.open(path), changes)  # read again: the lock is ours now
         except BaseException:
             self.close()
             raise
         return self
 
-    def _resume(self, bundle: Bundle) -> None:
+    def _resume(self, bundle: Bundle, changes: Mapping[str, Any] | None = None) -> None:
         """Drop what a round that never ended left and mark the manifest running again."""
         if bundle.status == "complete":
             raise BundleError(f"{bundle.path}: already complete; nothing to resume")
@@ -309,7 +311,8 @@ class BundleWriter:
         manifest = dict(bundle.manifest)
         earlier = manifest.get("resumed")
         earlier = earlier if isinstance(earlier, list) else []
-        resumed = [*earlier, {"at": _now(), "after_round": len(done)}]
+        entry = {"at": _now(), "after_round": len(done)}
+        resumed = [*earlier, entry | ({"changes": dict(changes)} if changes else {})]
         manifest.update(status="running", finished_at=None, error=None, files={}, resumed=resumed)
         self._manifest = manifest
         self._write_manifest()

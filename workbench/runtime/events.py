@@ -100,6 +100,27 @@ class RunFinished(Event):
     bundle: str = ""
 
 
+def round_note(stats: Mapping[str, Any]) -> str:
+    """What a round's statistics must not hide, for tables and bars: "no valid answers" (its
+    mean and target are nan) and "<k> failed" (answers whose model call failed); "" if neither."""
+    notes = []
+    if _count(stats.get("n_valid")) == 0:
+        notes.append("no valid answers")
+    failed = _count(stats.get("n_failed"))
+    if failed:
+        notes.append(f"{failed} failed")
+    return ", ".join(notes)
+
+
+def _count(value: Any) -> int | None:
+    """A count from a stats row (an int, a numpy or float number); None when unknown or nan."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if number != number else int(number)
+
+
 def rss_bytes() -> int | None:
     """This process's resident memory now (Linux /proc), None where it cannot be read."""
     try:

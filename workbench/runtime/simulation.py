@@ -15,7 +15,7 @@ import importlib.metadata
 import inspect
 import platform
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,9 +38,10 @@ from workbench.config import (
     resolve_population,
     validate,
 )
-from workbench.errors import BundleError, ConfigError, one_line
-from workbench.game import RoundStats, round_stats
+from workbench.errors import BundleError, ConfigError, RoundFailedError, one_line
+from workbench.game import FAILED_STATUSES, RoundStats, round_stats
 from workbench.llm import ChatModel, as_chat_model, model_for
+from workbench.llm.base import most_informative
 from workbench.population import population_note, quota_assignment, sample_population
 from workbench.results import Bundle, BundleWriter
 from workbench.results.writer import final_status
@@ -53,6 +54,7 @@ from workbench.runtime.events import (
     RunStarted,
     ShardProgress,
     Subscriber,
+    round_note,
 )
 
 MODEL_STREAM = 0x4D0DE1
@@ -61,6 +63,9 @@ MODEL_STREAM = 0x4D0DE1
 TEXT_LIMIT = 1_000_000
 """Above this many agents, non-LLM runs skip persona text (it is never read by their policies)."""
 
+ERROR_TEXT_LIMIT = 400
+"""Most characters of a failed answer's error that a RoundFailedError quotes (its fix follows)."""
+
 RoundCallback = Callable[[int, RoundStats, float], Awaitable[None] | None]
 
 
@@ -68,7 +73,9 @@ class Simulation:
     """One configured game: personas, a policy, a backend; `run()` plays it into a bundle.
 
     `to_dist(...)` gives the same simulation on the Ray backend; `cancel()` stops it after
-    marking its bundle cancelled; `Simulation.resume(bundle)` finishes a cancelled run.
+    marking its bundle cancelled; `Simulation.resume(bundle)` finishes a cancelled or failed run.
+    A round in which more answers failed than `config.max_failed_share` allows is not stored:
+    the run stops as failed with a RoundFailedError, and a resume replays that round.
     """
 
     def __init__(
@@ -97,8 +104,14 @@ class Simulation:
         return cls(load_run_config(path))
 
     @classmethod
-    def resume(cls, bundle: str | Path, **kwargs: Any) -> Simulation:
-        """The unfinished run in `bundle`, ready to play its remaining rounds into it."""
+    def resume(
+        cls, bundle: str | Path, *, base_urls: Sequence[str] | None = None, **kwargs: Any
+    ) -> Simulation:
+        """The unfinished run in `bundle`, ready to play its remaining rounds into it.
+
+        `base_urls` reaches the run's (openai) model at new endpoints, e.g. a restarted server
+        on another port; the bundle's config keeps the old ones, its manifest records the change.
+        """
         opened = Bundle.open(bundle)
         if opened.status == "complete":
             raise BundleError(f"{opened.path}: already complete; nothing to resume")
@@ -106,12 +119,16 @@ class Simulation:
         # writing rounds.parquet and the manifest replays that round rather than skipping it
         done = opened.rounds_done
         targets = [float("nan") if r.get("target") is None else float(r["target"]) for r in done]
-        sim = cls(opened.config, personas=opened.personas(), **kwargs)
+        config, changes = opened.config, {}
+        if base_urls is not None:
+            config = config.with_base_urls(base_urls, "base_urls")
+            changes = {"model.base_urls": list(base_urls)}
+        sim = cls(config, personas=opened.personas(), **kwargs)
         memory = None
         if done:
             memory = opened.responses()
             memory = memory[memory["round"] <= len(done)]
-        sim._resume = _Resume(opened.path, targets, memory)
+        sim._resume = _Resume(opened.path, targets, memory, changes)
         return sim
 
     def to_dist(
@@ -248,7 +265,7 @@ class Simulation:
 
     def _writer(self, out_dir: str | Path | None, run_id: str | None) -> BundleWriter:
         if self._resume is not None:
-            return BundleWriter.reopen(self._resume.path)
+            return BundleWriter.reopen(self._resume.path, self._resume.changes)
         cfg = self.config
         return BundleWriter(
             Path(out_dir if out_dir is not None else cfg.output.dir),
@@ -325,10 +342,11 @@ class Simulation:
                 if backend.describe() != described:  # e.g. a respawned Ray actor
                     described = backend.describe()
                     writer.record(backend=described)
+                _check_failures(tables, number, cfg.max_failed_share, writer.path)
                 stats, seconds = await self._store_round(writer, number, tables, group_codes, start)
                 targets.append(stats.target)
                 row = {**stats.as_dict(), "seconds": seconds}
-                emit(RoundFinished(round=number, stats=row, failures=_failures(tables)))
+                emit(RoundFinished(round=number, stats=row, failures=stats.n_failed))
                 if on_round is not None:
                     called = on_round(number, stats, seconds)
                     if inspect.isawaitable(called):
@@ -392,11 +410,30 @@ class Simulation:
 
 @dataclass(frozen=True)
 class _Resume:
-    """What a resumed run continues from: its bundle, the targets so far, earlier responses."""
+    """What a resumed run continues from: its bundle, the targets so far, earlier responses,
+    and what the resume changed (recorded in the manifest)."""
 
     path: Path
     targets: list[float]
     memory: pd.DataFrame | None
+    changes: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+_FAILED = pa.array(FAILED_STATUSES)
+
+
+def _extracted(table: pa.Table) -> pa.Array | pa.ChunkedArray:
+    """Which decisions the extraction call read (the optional `extracted` column; else none)."""
+    if "extracted" not in table.column_names:
+        return pa.array(np.zeros(table.num_rows, dtype=bool))
+    return pc.fill_null(table.column("extracted").cast(pa.bool_()), False)
+
+
+def _columns(
+    tables: list[pa.Table], column: Callable[[pa.Table], pa.Array | pa.ChunkedArray]
+) -> np.ndarray:
+    """One per-decision column over every shard's table, as one numpy array."""
+    return np.concatenate([column(t).to_numpy(zero_copy_only=False) for t in tables])
 
 
 def _stats(
@@ -404,21 +441,59 @@ def _stats(
 ) -> tuple[RoundStats, list[dict[str, Any]]]:
     """The round's statistics over every shard's decisions (invalid answers excluded), and each
     group's own (a sub-environment: its mean, its target, its winners) when groups are given."""
-    guesses = np.concatenate([t.column("guess").to_numpy(zero_copy_only=False) for t in tables])
-    valid = np.concatenate(
-        [pc.equal(t.column("status"), "ok").to_numpy(zero_copy_only=False) for t in tables]
-    )
+    guesses = _columns(tables, lambda t: t.column("guess"))
+    valid = _columns(tables, lambda t: pc.equal(t.column("status"), "ok"))
+    failed = _columns(tables, lambda t: pc.is_in(t.column("status"), _FAILED))
+    extracted = _columns(tables, _extracted)
     per_group: list[dict[str, Any]] = []
     if groups is not None:
         codes_by_agent, names = groups
-        ids = np.concatenate([t.column("agent_id").to_numpy(zero_copy_only=False) for t in tables])
-        codes = codes_by_agent[ids]
+        codes = codes_by_agent[_columns(tables, lambda t: t.column("agent_id"))]
         for code, name in enumerate(names):
             mask = codes == code
             if mask.any():
-                group_stats = round_stats(guesses[mask], valid[mask], cfg.game)
+                group_stats = round_stats(
+                    guesses[mask],
+                    valid[mask],
+                    cfg.game,
+                    failed=failed[mask],
+                    extracted=extracted[mask],
+                )
                 per_group.append({"group": name, **group_stats.as_dict()})
-    return round_stats(guesses, valid, cfg.game), per_group
+    stats = round_stats(guesses, valid, cfg.game, failed=failed, extracted=extracted)
+    return stats, per_group
+
+
+def _check_failures(tables: list[pa.Table], number: int, limit: float, bundle: Path) -> None:
+    """RoundFailedError when more than `limit` of the round's answers failed (model_error or
+    timeout): a dead model server must not pass for a round of results.
+
+    The message names the round, the failures by kind, the most telling error (a server's own
+    HTTP answer before the refused connections after it) and the fix.
+    """
+    n = sum(t.num_rows for t in tables)
+    kinds = {
+        kind: sum(int(pc.sum(pc.equal(t.column("status"), kind)).as_py() or 0) for t in tables)
+        for kind in FAILED_STATUSES
+    }
+    failed = sum(kinds.values())
+    if n == 0 or failed / n <= limit:
+        return
+    errors: list[str | None] = []
+    for t in tables:
+        if "raw" in t.column_names:
+            raw = t.filter(pc.is_in(t.column("status"), _FAILED)).column("raw")
+            errors += pc.unique(raw).to_pylist()  # in order of first appearance
+    error = most_informative(errors)
+    quoted = " ".join(error.split())[:ERROR_TEXT_LIMIT] if error else "none recorded"
+    by_kind = ", ".join(f"{count} {kind}" for kind, count in kinds.items() if count)
+    raise RoundFailedError(
+        f"round {number}: {failed} of {n} answers failed ({by_kind}; {100 * failed / n:.3g}%), "
+        f"more than max_failed_share {limit:g} allows; first error: {quoted}; "
+        f"start the model server again, then: workbench run --resume {bundle}",
+        round_number=number,
+        bundle=str(bundle),
+    )
 
 
 class RoundBar:
@@ -431,19 +506,19 @@ class RoundBar:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RoundFinished):
-            mean, target = event.stats.get("mean"), event.stats.get("target")
-            self.bar.set_postfix(mean=f"{mean:.2f}", target=f"{target:.2f}")
+            stats = event.stats
+            parts = []
+            if stats.get("n_valid"):  # with none, mean and target are nan: say so instead
+                parts = [f"mean={stats['mean']:.2f}", f"target={stats['target']:.2f}"]
+            note = round_note(stats)
+            if note:
+                parts.append(note)
+            self.bar.set_postfix_str(", ".join(parts))
             self.bar.update(1)
 
     def close(self) -> None:
         """Close the bar."""
         self.bar.close()
-
-
-def _failures(tables: list[pa.Table]) -> int:
-    """Answers of a round whose model call failed (model_error or timeout)."""
-    failed = pa.array(["model_error", "timeout"])
-    return sum(int(pc.sum(pc.is_in(t.column("status"), failed)).as_py() or 0) for t in tables)
 
 
 def run(config: RunConfig | str | Path, **kwargs: Any) -> Bundle:
