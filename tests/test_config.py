@@ -529,3 +529,21 @@ def test_shipped_yaml_reads_the_same_with_plain_safe_load() -> None:
 def test_random_policy_defaults() -> None:
     policy = RandomPolicySpec()
     assert policy.latency_s == 0 and policy.integer
+
+
+@pytest.mark.parametrize(
+    ("written", "mode"),
+    [("true", "fallback"), ("false", "never"), ("fallback", "fallback"), ("always", "always")],
+)
+def test_extract_number_modes_and_the_old_booleans(written: str, mode: str, tmp_path: Path) -> None:
+    policy = {"kind": "llm", "extract_number": yaml.safe_load(written)}
+    path = write(tmp_path / "run.yaml", yaml.safe_dump(run_data(policy=policy)))
+    config = load_run_config(path)
+    assert config.policy.extract_number == mode
+    assert validate(RunConfig, parse_yaml(to_yaml(config)), "again.yaml") == config
+
+
+def test_extract_number_names_its_modes() -> None:
+    message = config_error(RunConfig, run_data(policy={"kind": "llm", "extract_number": "often"}))
+    assert message.startswith("cfg.yaml: policy.extract_number: ")
+    assert "'never', 'fallback' or 'always'" in message and "'often'" in message

@@ -81,6 +81,7 @@ def test_decisions_table_has_the_bundle_layout_and_broadcasts_scalars():
     assert table.column("prompt_tokens").to_pylist() == [12, 12, 12]
     assert table.column("completion_tokens").to_pylist() == [0, 0, 0]
     assert table.column("raw").null_count == 3
+    assert table.column("extracted").to_pylist() == [False, False, False]
     assert table.column("agent_id").to_pylist() == [5, 6, 7]
     assert table.column("guess").to_pylist() == [1.0, 2.5, 3.0]
     # the writer takes it as it is
@@ -97,12 +98,14 @@ def test_decisions_table_takes_per_agent_arrays():
         latency_s=np.array([0.5, 0.1]),
         prompt_tokens=np.array([10, 11]),
         completion_tokens=np.array([0, 2]),
+        extracted=np.array([False, True]),
     )
     assert table.schema.equals(RESPONSE_SCHEMA)
     assert table.column("status").to_pylist() == ["model_error", "ok"]
     assert table.column("raw").to_pylist() == ["boom", "7"]
     assert table.column("latency_s").to_pylist() == [0.5, 0.1]
     assert table.column("completion_tokens").to_pylist() == [0, 2]
+    assert table.column("extracted").to_pylist() == [False, True]
     assert np.isnan(table.column("guess").to_pylist()[0])
 
 

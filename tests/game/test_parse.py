@@ -1,3 +1,9 @@
+"""Parsing a guess out of answers: plain numbers, stated answers, and numbers never taken.
+
+The long texts are modelled on what SmolLM2-135M (embedded, unconstrained, step-by-step prompt)
+and larger instruct models behind vLLM really answer.
+"""
+
 import math
 
 import numpy as np
@@ -52,7 +58,7 @@ def test_fraction_is_not_taken_as_the_guess():
 
 
 def test_first_vs_last_without_marker():
-    text = "Everyone starts at 50, then 33, so I pick 22"
+    text = "Everyone starts at 50, then 33, then 22"
     assert parse_answer(text, 0, 100, prefer="first") == (50.0, Status.OK)
     assert parse_answer(text, 0, 100, prefer="last") == (22.0, Status.OK)
 
@@ -112,3 +118,122 @@ def test_fast_path_reads_what_float_reads_but_not_nan_or_inf():
     assert parse_answer("1e2", 0, 100) == (100.0, Status.OK)
     assert parse_answer("nan", 0, 100)[1] is Status.NO_NUMBER
     assert parse_answer("-inf", 0, 100)[1] is Status.NO_NUMBER
+
+
+# --------------------------------------------------------------------------- stated answers
+
+STEP_BY_STEP = (
+    "Let's think step by step.\n\n"
+    "1. If every player picks at random, the average is 50.\n"
+    "2. 2/3 of 50 is about 33.\n"
+    "3. If everyone thinks this way, they will choose 33, and 2/3 of 33 is 22.\n\n"
+    "Since there are 100 players and the game is played once, I will guess 22.\n\n"
+    "ANSWER: 22"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        (STEP_BY_STEP, 22.0),
+        (
+            "As a 17-year-old student I think most players will choose around 50. Two thirds "
+            "of that is 33, so my final answer is 33.",
+            33.0,
+        ),
+        ("I think others will choose 50, so I choose 33.", 33.0),
+        ("If I choose 50, everyone else wins. My guess: 30", 30.0),
+        (
+            "**Reasoning:** The average of 0 to 100 is 50; 2/3 of that is 33.33.\n\n**Answer:** 22",
+            22.0,
+        ),
+        ("Step 1: the average is 50.\nStep 2: two thirds gives 33.\nStep 3: 22.\n\n**22**", 22.0),
+        ("I'd go with 25 - that's my pick.", 25.0),
+        ("My answer would probably be around 21.", 21.0),
+        ("Hmm. The final answer is $\\boxed{18}$.", 18.0),
+        ("I'm 35 years old and I pick 30.", 30.0),
+        ("At 11:11 I choose the number 17.", 17.0),
+        ("Each of the 100 players picks a number between 0 and 100. ANSWER: **40**", 40.0),
+        ("22 is my guess, although 33 is possible.", 22.0),
+        ("I will guess 25. In round 2 I may go lower.", 25.0),
+        # SmolLM2-135M, unconstrained
+        ("The number that I chose is 55.", 55.0),
+        ("The number I'm after is 7.", 7.0),
+        ("You're a female player educated to the high school level.\nThe answer is: 3", 3.0),
+        ("A: 100\n\nI would choose 100.", 100.0),
+        (
+            "I'm actually a female player educated to the bachelor's degree level.\n"
+            'I\'ve just finished my last response with a "ANSWER: 2", which is correct.',
+            2.0,
+        ),
+    ],
+)
+@pytest.mark.parametrize("stated_only", [False, True])
+def test_the_last_stated_answer_of_reasoning(text, value, stated_only):
+    assert parse_answer(text, 0, 100, "last", stated_only=stated_only) == (value, Status.OK)
+
+
+@pytest.mark.parametrize(
+    ("text", "loose"),
+    [
+        # SmolLM2-135M, unconstrained: numbers, none of them a guess
+        ("You're one of 24 players in a number-choosing game.", None),
+        (
+            "I'm Emily, a 22-year-old female named Kara, and I'm part of a team that specializes "
+            "in ancient Egyptian mythology.",
+            None,
+        ),
+        (
+            "I'm a female player with a background of 20 years of experience in the medical field.",
+            None,
+        ),
+        (
+            "I'm currently sitting in a room with 20 people. 10 of them are male, and the rest "
+            "are female.",
+            None,
+        ),
+        ("I'm a 21-year-old female player, 19 years old, in a college team. I'm the 2nd.", None),
+        ("In round 2, about 5% of the players choose a number from 0 to 100.", None),
+        ("The game lasts 2 rounds. Level-1 players pick 50, so I go lower.", 50.0),
+        ("Your background:\n1. I am a male, 2. I am a male, 3. I am a female, 13.", 13.0),
+        ("The average is 50, so two thirds of it is 33.", 33.0),
+        ("If the answer is 50, then the target is 33. Let's say 22 is the answer.", 22.0),
+        ("What a question. I've got a team of 3, and I'm always ready to try.", 3.0),
+    ],
+)
+def test_numbers_that_are_not_a_stated_answer(text, loose):
+    value, status = parse_answer(text, 0, 100, "last", stated_only=True)
+    assert status is Status.NO_NUMBER and math.isnan(value)
+    value, status = parse_answer(text, 0, 100, "last")  # without extraction: a number if any
+    if loose is None:
+        assert status is Status.NO_NUMBER
+    else:
+        assert (value, status) == (loose, Status.OK)
+
+
+def test_a_stated_answer_out_of_range_is_still_the_answer():
+    text = 'Think of it step by step, then end with "ANSWER: 2008".\nThe winner is whoever...'
+    assert parse_answer(text, 0, 100, "last", stated_only=True) == (2008.0, Status.OUT_OF_RANGE)
+
+
+def test_direct_answers_state_their_number_first():
+    text = "33, since two thirds of 50 is about 33. Others may say 22."
+    assert parse_answer(text, 0, 100, "first", stated_only=True) == (33.0, Status.OK)
+    assert parse_answer("24 players are in the game. I choose 40.", 0, 100, "first") == (
+        40.0,
+        Status.OK,
+    )
+    text = "1. Think about the others.\n2. Go lower."  # a list, not a leading answer
+    assert parse_answer(text, 0, 100, "first", stated_only=True)[1] is Status.NO_NUMBER
+
+
+def test_the_first_stated_answer_wins_in_direct_answers():
+    text = "My guess is 21. If everyone guessed 21, the answer would be 14."
+    assert parse_answer(text, 0, 100, "first") == (21.0, Status.OK)
+
+
+def test_parse_answers_passes_stated_only():
+    texts = ["42", "ANSWER: 7", "2/3 of 50 is 33.", None]
+    guesses, statuses = parse_answers(texts, [None] * 4, 0, 100, "last", stated_only=True)
+    assert statuses.tolist() == ["ok", "ok", "no_number", "no_number"]
+    np.testing.assert_array_equal(guesses, [42.0, 7.0, np.nan, np.nan])

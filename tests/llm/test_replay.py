@@ -12,7 +12,16 @@ from workbench.llm import make_model
 from workbench.llm.base import ChatResult, split_extraction, with_extraction
 from workbench.runtime import Simulation
 
-COLUMNS = ["agent_id", "round", "guess", "status", "raw", "prompt_tokens", "completion_tokens"]
+COLUMNS = [
+    "agent_id",
+    "round",
+    "guess",
+    "status",
+    "raw",
+    "prompt_tokens",
+    "completion_tokens",
+    "extracted",
+]
 
 
 class HalfFailingModel:
@@ -30,11 +39,11 @@ class HalfFailingModel:
 
 
 class RamblingModel:
-    """Free-form answers; those without a number go to the paper's extraction call.
+    """Free-form answers with stray numbers; the extraction call tells each agent's number.
 
-    By agent id mod 4: 0 answers with a number; 1 rambles and its extraction parses; 2 rambles
-    and its extraction has no number (round 1) or is out of range (round 2); 3 rambles and its
-    extraction times out. Agent 3's answers time out.
+    By agent id mod 4: 0 states its answer ("My guess is n.") and its extraction says n; 1
+    rambles and its extraction parses; 2 rambles and its extraction has no number (round 1) or
+    is out of range (round 2); 3 rambles and its extraction times out. Agent 3's answers time out.
     """
 
     identity = {"engine": "fake", "name": "rambling"}
@@ -46,8 +55,10 @@ class RamblingModel:
     def _answer(request) -> ChatResult:
         extracting = request.messages[-1]["content"].startswith("Here is a player's answer")
         assert request.step == ("extract" if extracting else "answer")
-        kind = request.agent_id % 4
+        kind, stated = request.agent_id % 4, 10 + request.agent_id + request.round
         if extracting:
+            if kind == 0:
+                return ChatResult(str(stated), 20, 1)
             if kind == 1:
                 return ChatResult(str(30 + request.round), 20, 1)
             if kind == 2:
@@ -56,8 +67,10 @@ class RamblingModel:
         if request.agent_id == 3:
             return ChatResult(None, error="down", error_kind="timeout")
         if kind == 0:
-            return ChatResult(f"My guess is {10 + request.agent_id + request.round}.", 50, 6)
-        return ChatResult(f"Everyone goes lower, so agent {'abc'[kind - 1]} goes low.", 50, 9)
+            return ChatResult(f"Two thirds of 60 is 40. My guess is {stated}.", 50, 6)
+        return ChatResult(
+            f"Half of the 2/3 of 50 is 17, so agent {'abc'[kind - 1]} goes low.", 50, 9
+        )
 
 
 def _replayed(config, bundle, out: Path):
@@ -77,25 +90,51 @@ def test_replay_reproduces_answers_and_failures(make_config, tmp_path: Path) -> 
     assert original.rounds()["mean"].tolist() == replayed.rounds()["mean"].tolist()
 
 
-def test_replay_reproduces_the_extraction_call(make_config, tmp_path: Path) -> None:
+def _rambling_run(make_config, tmp_path: Path, extract_number: str):
+    """A two-round run of RamblingModel's 12 agents, and its replay: (stored, replayed)."""
     config = make_config(
-        policy={"kind": "llm", "extract_number": True},
+        policy={"kind": "llm", "extract_number": extract_number},
         model={"constrained": False},
         n_agents=12,
         rounds=2,
     )
     original = Simulation(config, model=RamblingModel()).run(out_dir=tmp_path / "a", progress=False)
     replayed = _replayed(config, original, tmp_path / "b")
-    before, after = original.responses()[COLUMNS], replayed.responses()[COLUMNS]
-    assert set(before["status"]) == {"ok", "no_number", "timeout"}
-    extracted = before[before["agent_id"] % 4 == 1]
-    assert extracted["raw"].str.endswith(("[extracted: 31]", "[extracted: 32]")).all()
-    assert (extracted["prompt_tokens"] == 70).all() and (extracted["completion_tokens"] == 10).all()
-    unparsed = before[before["agent_id"] % 4 == 2]
-    assert (unparsed["status"] == "no_number").all() and (unparsed["prompt_tokens"] == 70).all()
-    assert not unparsed["raw"].str.contains("extracted").any()
-    assert before.equals(after)
     assert original.rounds()["mean"].tolist() == replayed.rounds()["mean"].tolist()
+    return original.responses()[COLUMNS], replayed.responses()[COLUMNS]
+
+
+def test_replay_reproduces_the_fallback_extraction_call(make_config, tmp_path: Path) -> None:
+    before, after = _rambling_run(make_config, tmp_path, "fallback")
+    kind = before["agent_id"] % 4
+    stated = before[kind == 0]  # a stated answer: no extraction, the stray 40 never taken
+    assert (stated["guess"] == 10 + stated["agent_id"] + stated["round"]).all()
+    assert not stated["extracted"].any() and (stated["prompt_tokens"] == 50).all()
+    rambled = before[kind == 1]  # stray numbers (2/3, 50, 17) only: the extraction decides
+    assert rambled["extracted"].all() and rambled["guess"].tolist() == [31, 31, 31, 32, 32, 32]
+    assert rambled["raw"].str.endswith(("[extracted: 31]", "[extracted: 32]")).all()
+    assert (rambled["prompt_tokens"] == 70).all() and (rambled["completion_tokens"] == 10).all()
+    unparsed = before[kind == 2]  # the extraction's status is the agent's
+    statuses = unparsed.groupby("round")["status"].agg(set).to_dict()
+    assert statuses == {1: {"no_number"}, 2: {"out_of_range"}}
+    assert unparsed["raw"].str.contains(r"\[extracted: (?:none of them|150)\]").all()
+    slow = before[(kind == 3) & (before["agent_id"] != 3)]
+    assert (slow["status"] == "timeout").all() and slow["extracted"].all()
+    assert slow["raw"].str.endswith("[extracted: slow]").all()
+    down = before[before["agent_id"] == 3]  # a failed answer is never sent to extraction
+    assert (down["raw"] == "down").all() and not down["extracted"].any()
+    assert before.equals(after)
+
+
+def test_replay_reproduces_always_extracting(make_config, tmp_path: Path) -> None:
+    before, after = _rambling_run(make_config, tmp_path, "always")
+    answered = before["agent_id"] != 3
+    assert before.loc[answered, "extracted"].all() and not before.loc[~answered, "extracted"].any()
+    assert before.loc[answered, "raw"].str.contains(r"\n\[extracted: ").all()
+    stated = before[before["agent_id"] % 4 == 0]
+    assert (stated["prompt_tokens"] == 70).all() and (stated["status"] == "ok").all()
+    assert set(before["status"]) == {"ok", "no_number", "out_of_range", "timeout"}
+    assert before.equals(after)
 
 
 def test_extraction_marker_round_trip() -> None:

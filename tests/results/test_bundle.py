@@ -49,6 +49,7 @@ def responses(round_number: int, agent_ids: list[int], guesses: list[float]) -> 
             "latency_s": np.full(n, 0.25),
             "prompt_tokens": np.full(n, 120, dtype=np.int32),
             "completion_tokens": np.full(n, 3, dtype=np.int32),
+            "extracted": np.zeros(n, dtype=bool),
         }
     )
 

@@ -13,7 +13,14 @@ import pytest
 
 from workbench.config import RunConfig
 from workbench.errors import BundleError
-from workbench.results import ROUND_COLUMNS, Bundle, BundleWriter, VerifyReport, verify_bundle
+from workbench.results import (
+    RESPONSE_SCHEMA,
+    ROUND_COLUMNS,
+    Bundle,
+    BundleWriter,
+    VerifyReport,
+    verify_bundle,
+)
 from workbench.results.layout import LATER_STATS
 
 GUESSES = {1: [10.0, 20.0, 35.0, 50.0], 2: [5.0, 12.0, 20.0, 33.0]}
@@ -85,6 +92,26 @@ def test_honest_bundle_is_ok(tmp_path: Path) -> None:
     assert report.ok, report.problems
     assert report.problems == [] and report.checked_files == 6
     assert str(report).startswith("OK ") and "6 files" in str(report)
+
+
+def test_a_bundle_from_before_the_extracted_column_opens_and_verifies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import workbench.results.writer as writer_module
+
+    written = writer_module.response_table
+    monkeypatch.setattr(  # the writer as it was: no `extracted` column in the part files
+        writer_module, "response_table", lambda t, r: written(t, r).drop_columns(["extracted"])
+    )
+    path = honest_bundle(tmp_path)
+    monkeypatch.undo()
+    part = next((path / "responses").rglob("*.parquet"))
+    assert "extracted" not in pq.read_schema(part).names
+    report = verify_bundle(path)
+    assert report.ok, report.problems
+    table = Bundle.open(path).responses_table()
+    assert table.schema.names == RESPONSE_SCHEMA.names  # conformed: unknown, not False
+    assert table.column("extracted").null_count == table.num_rows == 8
 
 
 def test_abandoned_run_is_incomplete(tmp_path: Path) -> None:

@@ -15,7 +15,13 @@ import pyarrow as pa
 
 from workbench.agents import streams
 from workbench.agents.shard import AgentShard, RoundContext, decisions_table
-from workbench.config import GameSpec, LevelKPolicySpec, RandomPolicySpec
+from workbench.config import (
+    ExtractNumber,
+    GameSpec,
+    LevelKPolicySpec,
+    RandomPolicySpec,
+    extract_mode,
+)
 from workbench.game import (
     Status,
     answer_prefer,
@@ -26,6 +32,7 @@ from workbench.game import (
 from workbench.llm.base import (
     ChatModel,
     ChatRequest,
+    ChatResult,
     OutputConstraint,
     SamplingParams,
     as_chat_model,
@@ -140,7 +147,17 @@ def _draw(u: np.ndarray, shares: dict[int, float]) -> np.ndarray:
 
 
 class LLMPolicy:
-    """Agents ask a chat model: prompts built as a batch, one batched call, answers parsed."""
+    """Agents ask a chat model: prompts built as a batch, one batched call, answers parsed.
+
+    `extract_number` (the paper's second call, "which number did this answer choose?"):
+    "never"; "fallback" for answers that state no answer (parsed with `stated_only`, so a stray
+    number in the reasoning is never taken); "always" for every answer (the paper's protocol).
+    True and False read as "fallback" and "never". Whenever the extraction call is made, it
+    decides the agent's guess and status, its failure included (a timed-out extraction is a
+    timeout), and the stored raw holds both texts (`with_extraction`; a failed extraction's
+    error text in the brackets). Failed answers and blank ones are never sent to it: there is
+    nothing to extract, and a constrained extraction of nothing would invent a number.
+    """
 
     def __init__(
         self,
@@ -148,12 +165,12 @@ class LLMPolicy:
         params: SamplingParams | None = None,
         *,
         constrained: bool = True,
-        extract_number: bool = False,
+        extract_number: bool | ExtractNumber = "never",
     ) -> None:
         self.model = as_chat_model(model, "LLMPolicy(model=...)")
         self.params = params or SamplingParams()
         self.constrained = constrained
-        self.extract_number = extract_number
+        self.extract_number = extract_mode(extract_number)
 
     def requests(self, shard: AgentShard, ctx: RoundContext) -> list[ChatRequest]:
         """Each agent's chat: the shared rules and round question, then its persona and memory."""
@@ -192,37 +209,42 @@ class LLMPolicy:
         ]
 
     async def act(self, shard: AgentShard, ctx: RoundContext) -> pa.Table:
-        """One batched model call for the shard, then every answer parsed with a status."""
+        """One batched model call for the shard, every answer parsed with a status, then one
+        batched extraction call for the answers `extract_number` sends to it."""
         requests = self.requests(shard, ctx)
         results = await self.model.generate(requests, self.params)
         texts = [r.text for r in results]
-        errors = [r.error_kind for r in results]
         guesses, statuses = parse_answers(
-            texts, errors, ctx.game.low, ctx.game.high, prefer=answer_prefer(ctx.game)
+            texts,
+            [r.error_kind for r in results],
+            ctx.game.low,
+            ctx.game.high,
+            prefer=answer_prefer(ctx.game),
+            stated_only=self.extract_number == "fallback",
         )
         raw = [r.text if r.error is None else r.error for r in results]
         latency = np.array([r.latency_s for r in results])
         prompt_tokens = np.array([r.prompt_tokens for r in results])
         completion_tokens = np.array([r.completion_tokens for r in results])
-        missing = np.flatnonzero(statuses == Status.NO_NUMBER)
-        if self.extract_number and len(missing):
-            extracted = await self.model.generate(
-                [self._extraction(requests[i], texts[i] or "", ctx) for i in missing],
-                self.params,
+        extracted = np.zeros(len(results), dtype=bool)
+        todo = self._to_extract(results, statuses)
+        if len(todo):
+            answers = await self.model.generate(
+                [self._extraction(requests[i], texts[i] or "", ctx) for i in todo], self.params
             )
-            again, again_status = parse_answers(
-                [r.text for r in extracted],
-                [r.error_kind for r in extracted],
+            again, again_status = parse_answers(  # read as a direct answer: its first number
+                [r.text for r in answers],
+                [r.error_kind for r in answers],
                 ctx.game.low,
                 ctx.game.high,
             )
-            for j, i in enumerate(missing):  # the second call's cost is the agent's too
-                latency[i] += extracted[j].latency_s
-                prompt_tokens[i] += extracted[j].prompt_tokens
-                completion_tokens[i] += extracted[j].completion_tokens
-                if again_status[j] == Status.OK:
-                    guesses[i], statuses[i] = again[j], again_status[j]
-                    raw[i] = with_extraction(raw[i], extracted[j].text)
+            guesses[todo], statuses[todo], extracted[todo] = again, again_status, True
+            for i, answer in zip(todo.tolist(), answers, strict=True):  # the agent's cost too
+                latency[i] += answer.latency_s
+                prompt_tokens[i] += answer.prompt_tokens
+                completion_tokens[i] += answer.completion_tokens
+                said = answer.text if answer.error is None else answer.error
+                raw[i] = with_extraction(raw[i], said or "")
         return decisions_table(
             shard.agent_ids,
             ctx.round,
@@ -232,7 +254,19 @@ class LLMPolicy:
             latency_s=latency,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
+            extracted=extracted,
         )
+
+    def _to_extract(self, results: list[ChatResult], statuses: np.ndarray) -> np.ndarray:
+        """Indices of the answers the extraction call decides: none (never), those that state
+        no answer (fallback) or all (always); never a failed or a blank answer."""
+        if self.extract_number == "never":
+            return np.array([], dtype=np.int64)
+        wanted = statuses == Status.NO_NUMBER if self.extract_number == "fallback" else True
+        answered = np.array(
+            [r.error is None and bool(r.text and r.text.strip()) for r in results], dtype=bool
+        )
+        return np.flatnonzero(answered & wanted)
 
     def _extraction(self, request: ChatRequest, answer: str, ctx: RoundContext) -> ChatRequest:
         """The paper's second call: which number did this free-form answer choose?"""

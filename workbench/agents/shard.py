@@ -97,11 +97,15 @@ def decisions_table(
     latency_s: np.ndarray | float = 0.0,
     prompt_tokens: np.ndarray | int = 0,
     completion_tokens: np.ndarray | int = 0,
+    extracted: np.ndarray | bool | None = None,
 ) -> pa.Table:
-    """One shard's decisions for a round in the bundle's responses layout (scalars broadcast)."""
+    """One shard's decisions for a round in the bundle's responses layout (scalars broadcast).
+
+    `extracted`: whether the paper's extraction call decided each guess (None: False for all).
+    """
     n = len(agent_ids)
 
-    def full(value: np.ndarray | float | int, dtype: type) -> np.ndarray:
+    def full(value: np.ndarray | float | int | bool, dtype: type) -> np.ndarray:
         return np.broadcast_to(np.asarray(value, dtype=dtype), (n,))
 
     status_col = (
@@ -121,5 +125,6 @@ def decisions_table(
             "latency_s": pa.array(full(latency_s, np.float64)),
             "prompt_tokens": pa.array(full(prompt_tokens, np.int32)),
             "completion_tokens": pa.array(full(completion_tokens, np.int32)),
+            "extracted": pa.array(full(False if extracted is None else extracted, np.bool_)),
         }
     )

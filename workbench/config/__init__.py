@@ -23,12 +23,15 @@ from workbench.config.base import (
 from workbench.config.game import GAME_BOUND, GameSpec, PromptSpec
 from workbench.config.model import PARALLEL_SIZES, ModelSpec
 from workbench.config.policy import (
+    EXTRACT_NUMBER_CHOICES,
     POLICY_KINDS,
     POLICY_SPECS,
+    ExtractNumber,
     LevelKPolicySpec,
     LLMPolicySpec,
     PolicySpec,
     RandomPolicySpec,
+    extract_mode,
 )
 from workbench.config.population import RESERVED_COLUMNS, DimensionSpec, PopulationSpec
 from workbench.config.run import (
@@ -54,6 +57,7 @@ from workbench.config.yaml_io import (
 )
 
 __all__ = [
+    "EXTRACT_NUMBER_CHOICES",
     "GAME_BOUND",
     "MAX_AGENTS",
     "MAX_FORMAT_WIDTH",
@@ -67,6 +71,7 @@ __all__ = [
     "UNION_TAGS",
     "BackendSpec",
     "DimensionSpec",
+    "ExtractNumber",
     "GameSpec",
     "LLMPolicySpec",
     "LevelKPolicySpec",
@@ -83,6 +88,7 @@ __all__ = [
     "UnionTags",
     "YAMLDepthError",
     "format_validation_error",
+    "extract_mode",
     "load_population_spec",
     "load_run_config",
     "parse_number",

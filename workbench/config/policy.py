@@ -12,6 +12,23 @@ from pydantic import Field, field_validator, model_validator
 
 from workbench.config.base import SHARE_TOLERANCE, StrictModel, category_key, parse_number
 
+ExtractNumber = Literal["never", "fallback", "always"]
+"""When the paper's second call (which number did this answer choose?) decides a guess."""
+
+EXTRACT_NUMBER_CHOICES: tuple[str, ...] = get_args(ExtractNumber)
+
+
+def extract_mode(value: bool | str) -> ExtractNumber:
+    """`extract_number` as a mode; the old booleans read as true: fallback, false: never."""
+    if isinstance(value, bool):
+        return "fallback" if value else "never"
+    if value not in EXTRACT_NUMBER_CHOICES:
+        raise ValueError(
+            f"extract_number must be one of {', '.join(EXTRACT_NUMBER_CHOICES)} "
+            f"(or true/false), got {value!r}"
+        )
+    return value  # type: ignore[return-value]
+
 
 class LLMPolicySpec(StrictModel):
     """Agents ask a language model (the `model` section) for their guess."""
@@ -19,11 +36,19 @@ class LLMPolicySpec(StrictModel):
     kind: Literal["llm"] = Field(
         "llm", description="llm: each agent's guess is a language model's answer to its prompt"
     )
-    extract_number: bool = Field(
-        False,
-        description="the paper's second call: when an answer holds no number (free-form "
-        "reasoning), ask the model to extract the chosen number, constrained to the range",
+    extract_number: ExtractNumber = Field(
+        "never",
+        description="the paper's second call, constrained to the range, asking which number an "
+        "answer chose: never; fallback: only for answers that state no answer (no 'ANSWER: n', "
+        "not a plain number); always: for every answer, and it decides the guess (the paper's "
+        "protocol). true/false read as fallback/never",
     )
+
+    @field_validator("extract_number", mode="before")
+    @classmethod
+    def _old_booleans(cls, value: Any) -> Any:
+        """Configs written before the modes said true/false; keep them loading."""
+        return extract_mode(value) if isinstance(value, bool) else value
 
 
 class RandomPolicySpec(StrictModel):

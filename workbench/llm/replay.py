@@ -4,10 +4,12 @@ Rerunning a bundle's config with `model: {kind: replay, bundle: <path>}` reprodu
 responses exactly (failures included), for re-analysis or to check a pipeline change.
 
 A run with the paper's extraction call (`policy.extract_number`) stored one raw per agent and
-round for two calls: `with_extraction(answer, extracted)` when the extraction parsed, the bare
-answer when it did not, with both calls' tokens summed. Replay splits it again by the request's
-`step`: the answer step gets the answer and all the stored tokens, the extract step the
-extracted text and none, so the policy rebuilds the same raw, status, guess and token counts.
+round for two calls: `with_extraction(answer, extracted)` whenever the extraction call was made
+(its error text in the brackets when it failed), with both calls' tokens summed. Replay splits
+it again by the request's `step`: the answer step gets the answer and all the stored tokens,
+the extract step the extracted text (or its failure) and none, so the policy rebuilds the same
+raw, status, guess, tokens and `extracted` flag. A stored raw without an extraction (bundles
+from before every extraction was stored) answers the extract step with an empty text.
 """
 
 from __future__ import annotations
@@ -101,13 +103,14 @@ def _replay(
     request: ChatRequest, raw: Any, status: str, prompt_tokens: int, completion_tokens: int
 ) -> ChatResult:
     """The result that makes `request`'s step of the stored decision come out as it did."""
-    if status in FAILED:
-        return ChatResult(None, error=raw, error_kind=FAILED[status])
-    answer, extracted = (raw, None) if status != "ok" or raw is None else split_extraction(raw)
+    answer, extracted = (raw, None) if raw is None else split_extraction(raw)
+    failed = FAILED.get(status)
     if request.step == "answer":
+        if failed is not None and extracted is None:  # the answer call itself failed
+            return ChatResult(None, error=raw, error_kind=failed)
         return ChatResult(answer, prompt_tokens, completion_tokens)
-    if extracted is not None:  # the extraction parsed: its text, its tokens already counted
-        return ChatResult(extracted, 0, 0)
-    # the extraction did not parse (or was never stored): an answer without a number keeps
-    # the stored raw and its no_number status
-    return ChatResult("", 0, 0, extra={"replay": "stored extraction did not parse"})
+    if extracted is None:  # never stored: an answer without a number keeps its raw and status
+        return ChatResult("", 0, 0, extra={"replay": "no stored extraction"})
+    if failed is not None:  # the extraction call failed: its error, its tokens already counted
+        return ChatResult(None, error=extracted, error_kind=failed)
+    return ChatResult(extracted, 0, 0)

@@ -80,9 +80,14 @@ RESPONSE_SCHEMA: pa.Schema = pa.schema(
         ("latency_s", pa.float64()),
         ("prompt_tokens", pa.int32()),
         ("completion_tokens", pa.int32()),
+        ("extracted", pa.bool_()),
     ]
 )
 """Columns of every responses part file; extra columns may follow them."""
+
+ADDED_RESPONSE_COLUMNS: tuple[str, ...] = ("extracted",)
+"""Columns newer than some bundles of this schema version; `conform` adds them as nulls
+(unknown) to part files written before them."""
 
 REQUIRED_RESPONSE_COLUMNS: tuple[str, ...] = ("agent_id", "guess", "status")
 """Columns a responses table must bring; the other schema columns are filled when absent."""
@@ -342,10 +347,17 @@ def with_later_stats(table: pa.Table) -> pa.Table:
 
 
 def conform(table: pa.Table, path: Path) -> pa.Table:
-    """A part file's RESPONSE_SCHEMA columns cast to their schema types, so parts concatenate."""
+    """A part file's RESPONSE_SCHEMA columns cast to their schema types, so parts concatenate;
+    ADDED_RESPONSE_COLUMNS that an older file lacks come as nulls, after the schema's others."""
     missing = [c for c in ("agent_id", "round") if c not in table.column_names]
     if missing:
         raise BundleError(f"{path}: missing column(s) {missing}")
+    for name in ADDED_RESPONSE_COLUMNS:
+        if name not in table.column_names:
+            field = RESPONSE_SCHEMA.field(name)
+            known = [c for c in table.column_names if c in RESPONSE_SCHEMA.names]
+            at = max((table.column_names.index(c) + 1 for c in known), default=0)
+            table = table.add_column(at, field, pa.nulls(table.num_rows, field.type))
     for i, name in enumerate(table.column_names):
         if name in RESPONSE_SCHEMA.names:
             field = RESPONSE_SCHEMA.field(name)
