@@ -13,7 +13,7 @@ import pytest
 from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import GameSpec, PromptSpec
-from workbench.llm.base import ChatResult
+from workbench.llm.base import ChatResult, split_extraction
 
 STRAY = (
     "As a 17-year-old who has played this 2 times, I think 2/3 of 50 is about 33 and "
@@ -177,8 +177,9 @@ def test_always_on_the_embedded_model(make_config, embedded_model, tmp_path) -> 
 def test_always_against_the_served_model_without_structured_output(
     make_config, llm_server, tmp_path
 ) -> None:
-    """`structured_output: none`: answers unconstrained, every one then extracted. Whether the
-    extraction request carries its range is the client's business; the decisions show it."""
+    """`structured_output: none`: answers unconstrained, every one then extracted; the client
+    still sends the extraction call constrained (grammar, proven on llama.cpp's server), so
+    every extraction is a number in range."""
     served = {
         "kind": "openai",
         "base_urls": [llm_server],
@@ -189,6 +190,7 @@ def test_always_against_the_served_model_without_structured_output(
     table = _free_text_run(make_config, tmp_path, served, "always")
     assert table["extracted"].all()
     assert table["raw"].str.contains("\n[extracted: ", regex=False).all()
-    assert set(table["status"]) <= {"ok", "no_number", "out_of_range"}  # none failed
-    ok = table[table["status"] == "ok"]
-    assert ok["guess"].between(0, 100).all()
+    assert (table["status"] == "ok").all()
+    assert table["guess"].between(0, 100).all()
+    extractions = [split_extraction(raw)[1] for raw in table["raw"]]
+    assert all(e is not None and e.strip().isdigit() for e in extractions), extractions
