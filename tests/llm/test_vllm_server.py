@@ -133,6 +133,8 @@ def test_seeded_long_prompts_never_end_as_a_complete_bundle_with_dead_answers(
         stored = len(failed.rounds())  # the failed round is not stored: --resume replays it
         assert failed.error and f"round {stored + 1}" in failed.error, failed.error
         assert str(exc).splitlines()[0] in failed.error
+        assert "HTTP 500: EngineCore encountered an issue" in failed.error  # vLLM's own words
+        assert "CPU Generator does not use offset" in vllm.log_path.read_text(errors="replace")
     else:  # it survived: then every answer is a real one
         assert bundle.status == "complete"
         assert (bundle.responses()["status"] == "ok").all()
