@@ -108,7 +108,8 @@ def test_none_sends_answers_free_and_keeps_extraction_calls_constrained():
     with FakeServer(honours=("json_schema",)) as server:
         model = checked(OpenAICompatModel([server.url], "fake", structured_output="none"))
         asyncio.run(model.generate([ask(1), ask(2, step="extract")], PARAMS))
-        answer, extraction = (p["body"] for p in server.chat_posts)
+        by_prompt = {p["body"]["messages"][0]["content"]: p["body"] for p in server.chat_posts}
+        answer, extraction = by_prompt["a number (1)"], by_prompt["a number (2)"]
     assert model.modes == {server.url: "json_schema"}
     assert not {"grammar", "structured_outputs", "response_format"} & set(answer)
     assert extraction["response_format"]["json_schema"]["schema"]["maximum"] == 100
