@@ -336,7 +336,8 @@ def test_a_long_error_is_cut_and_the_fix_survives_in_the_manifest(make_config, t
 
 
 def test_the_extracted_column_is_counted_overall_and_per_group(make_config, tmp_path, monkeypatch):
-    """The policy's optional bool column `extracted` (answers read by the extraction call)."""
+    """The policy's bool column `extracted` (answers read by the extraction call), nulls
+    counted as not extracted."""
     from workbench.agents.policies import LLMPolicy
 
     act = LLMPolicy.act
@@ -344,7 +345,8 @@ def test_the_extracted_column_is_counted_overall_and_per_group(make_config, tmp_
     async def marking(self, shard, ctx):
         table = await act(self, shard, ctx)
         marks = [None if a == 1 else a % 2 == 0 for a in table.column("agent_id").to_pylist()]
-        return table.append_column("extracted", pa.array(marks, pa.bool_()))
+        where = table.column_names.index("extracted")
+        return table.set_column(where, "extracted", pa.array(marks, pa.bool_()))
 
     monkeypatch.setattr(LLMPolicy, "act", marking)
     config = make_config(policy={"kind": "llm"}, n_agents=6, rounds=2, game={"group_by": "gender"})
