@@ -270,6 +270,12 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
     typer.echo(f"agents:  {cfg.n_agents} ({cfg.policy.kind}), seed {cfg.seed}")
     model = b.model
     typer.echo(f"model:   {model.get('name', model.get('policy', '-'))} {model.get('engine', '')}")
+    for url, server in (model.get("servers") or {}).items():  # OpenAI-compatible endpoints
+        kind = " ".join(str(v) for v in (server.get("kind"), server.get("version")) if v)
+        typer.echo(
+            f"server:  {url} ({kind}), constraint {server.get('constraint') or 'none'}, "
+            f"seed {model.get('seed', 'per_request')}"
+        )
     if b.error:
         typer.echo(f"error:   {b.error}")
     if b.status in ("failed", "cancelled"):

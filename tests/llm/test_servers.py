@@ -203,3 +203,17 @@ def test_a_retried_success_keeps_its_attempts():
     assert [a.status for a in result.attempts] == [503, 200]
     assert result.attempts[0].error is not None and "HTTP 503: busy" in result.attempts[0].error
     assert json.dumps([a.as_dict() for a in result.attempts])  # plain JSON values
+
+
+def test_the_manifest_and_bundles_show_name_the_server(make_config, tmp_path):
+    from cli_helpers import in_process
+
+    with FakeServer(owned_by="vllm", version="0.32.0", honours=("structured_outputs",)) as vllm:
+        model = {"kind": "openai", "base_urls": [vllm.url], "name": "fake", "seed": "none"}
+        config = make_config(policy={"kind": "llm"}, n_agents=4, rounds=1, model=model)
+        bundle = Simulation(config).run(out_dir=tmp_path, progress=False)
+    assert bundle.manifest["model"]["servers"][vllm.url]["version"] == "0.32.0"
+    shown = in_process(["bundles", "show", str(bundle.path)], cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    line = f"server:  {vllm.url} (vllm 0.32.0), constraint structured_outputs, seed none"
+    assert line in shown.stdout
