@@ -1,0 +1,59 @@
+"""The reference numbers: every row has its source, and the tables hold what they say."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.viz.baselines import (
+    CHC,
+    FINDING_COLUMNS,
+    HUMAN_COLUMNS,
+    PAPER,
+    PROMPT_MEAN_COLUMNS,
+    ROUND_COLUMNS,
+    human_baselines,
+    paper_findings,
+    paper_prompt_means,
+    paper_rounds,
+)
+
+TABLES = [
+    (human_baselines, HUMAN_COLUMNS, 13),
+    (paper_prompt_means, PROMPT_MEAN_COLUMNS, 24),
+    (paper_rounds, ROUND_COLUMNS, 28),
+    (paper_findings, FINDING_COLUMNS, 27),
+]
+
+
+@pytest.mark.parametrize(("table", "columns", "rows"), TABLES)
+def test_every_row_names_its_source(table, columns, rows: int) -> None:
+    frame = table()
+    assert tuple(frame.columns) == columns and len(frame) == rows
+    assert frame["source"].str.len().gt(10).all()
+
+
+def test_human_baselines() -> None:
+    humans = human_baselines().set_index("group")
+    assert humans.loc["Caltech Board", ["p", "mean", "sd", "n"]].tolist() == pytest.approx(
+        [2 / 3, 42.6, 23.4, 73]
+    )
+    assert humans.loc["Game theorists", "source"] == CHC
+    interior = humans.loc[humans.index.str.startswith("Interior")].iloc[0]
+    assert interior["offset"] + interior["p"] * 60 == pytest.approx(0.7 * (60 + 18))
+    mine = human_baselines()
+    mine.loc[0, "mean"] = -1  # a fresh frame each call: changing one leaves the next alone
+    assert human_baselines().loc[0, "mean"] == 42.6
+
+
+def test_paper_tables() -> None:
+    means = paper_prompt_means().set_index(["model", "prompt"])["first_round_mean"]
+    assert means["Qwen2-72B", 3] == 8.15 and means["Llama3-8B", 1] == 55.89
+    rounds = paper_rounds()
+    mixed = rounds[rounds["statistic"] == "winning_number"]
+    assert mixed["value"].tolist() == [15.90, 10.35, 6.16, 3.67, 2.18]
+    findings = paper_findings()
+    assert (findings["source"] == PAPER).all()
+    tokens = findings[findings["topic"] == "tokens"].iloc[0]
+    assert (
+        tokens["value_text"] == "1.00/155.46/260.80/190.42" and tokens["value"] != tokens["value"]
+    )

@@ -1,0 +1,159 @@
+"""Reference numbers to set runs beside: human subjects' first-round guesses and the paper's.
+
+Copied from the project's reference tables: Camerer, Ho & Chong 2004, QJE 119(3), Table II
+(CHC); Nagel 1995, AER 85(5); Bosch-Domenech et al. 2002, AER 92(5); and Pan et al. 2024,
+arXiv 2407.17789. Every row names its source; each accessor returns a fresh DataFrame. They are
+data for overlays and expected ranges, not targets to tune a run to.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pandas as pd
+
+PAPER = "Pan et al. 2024, arXiv 2407.17789"
+"""Very Large-Scale Multi-Agent Simulation in AgentScope, the paper the workbench reproduces."""
+
+CHC = "Camerer Ho Chong 2004 Table II"
+_NAN = math.nan
+
+HUMAN_COLUMNS = ("group", "p", "p_text", "offset", "mean", "sd", "n", "note", "source")
+"""Columns of `human_baselines`: target = offset + p * mean; sd and n nan where unreported."""
+
+# fmt: off
+_HUMAN: tuple[tuple, ...] = (
+    # group, p, offset, mean, sd, n, note, source
+    ("Caltech Board", "2/3", 0, 42.6, 23.4, 73, "", CHC),
+    ("CEOs", "2/3", 0, 37.9, 18.8, 20, "", CHC),
+    ("German students", "2/3", 0, 37.2, 20.0, 66, "", "Nagel 1995 via CHC 2004"),
+    ("80-year-olds", "2/3", 0, 37.0, 17.5, 33, "", CHC),
+    ("US high-school students", "2/3", 0, 32.5, 18.6, 52, "", CHC),
+    ("Economics PhDs", "2/3", 0, 27.4, 18.7, 16, "", CHC),
+    ("Portfolio managers", "2/3", 0, 24.3, 16.1, 26, "", CHC),
+    ("Caltech students", "2/3", 0, 23.0, 11.1, 42, "", CHC),
+    ("Newspaper entrants", "2/3", 0, 23.0, 20.2, 7884, "mode 1",
+     "Bosch-Domenech et al. 2002 via CHC 2004"),
+    ("Game theorists", "2/3", 0, 19.1, 21.8, 136, "mode 0", CHC),
+    ("Students (p=1/2)", "1/2", 0, 26.7, 19.9, 48, "", "Nagel 1998 via CHC 2004"),
+    ("Students (p=0.7)", "0.7", 0, 38.9, _NAN, _NAN, "",
+     "Ho Camerer Weigelt 1998 via CHC 2004"),
+    # target 0.7 * (mean + 18) = 12.6 + 0.7 * mean
+    ("Interior equilibrium 0.7*(mean+18) (equilibrium 42)", "0.7", 12.6, 49.5, _NAN, _NAN, "",
+     "Camerer Ho Chong 2004"),
+)
+
+_PROMPT_MEANS: dict[str, tuple[float, float, float, float]] = {
+    # first-round mean guess with prompts 1, 2, 3, 4 (paper Fig. 17)
+    "Llama3-8B": (55.89, 49.85, 47.84, 47.09),
+    "Llama3-70B": (50.30, 34.18, 36.11, 17.15),
+    "MistralAI-8x7B": (36.63, 37.57, 35.19, 24.42),
+    "MistralAI-8x22B": (31.69, 19.89, 7.62, 7.94),
+    "Qwen2-7B": (66.96, 32.57, 26.45, 28.38),
+    "Qwen2-72B": (50.56, 19.15, 8.15, 8.85),
+}
+
+_MIXED = "all (500 each Llama3-70B/MistralAI-8x22B/Qwen2-72B)"
+_ROUNDS: tuple[tuple, ...] = (
+    # experiment, model, prompt (0: not stated), round, statistic, value
+    *(("multi_round", "Qwen2-72B", prompt, 3, "mean", value)
+      for prompt, value in zip((1, 2, 3, 4), (35.30, 6.11, 1.55, 1.69), strict=True)),
+    *(("multi_round", "Qwen2-72B", prompt, 5, "mean", value)
+      for prompt, value in zip((1, 2, 3, 4), (25.16, 2.02, 0.14, 0.15), strict=True)),
+    *(("mixed_population", _MIXED, 0, round_, "winning_number", value)
+      for round_, value in enumerate((15.90, 10.35, 6.16, 3.67, 2.18), start=1)),
+    *(("mixed_population", model, 0, round_ + 1, "mean", values[round_])
+      for round_ in range(5)
+      for model, values in {
+          "Llama3-70B": (32.91, 17.58, 9.46, 5.30, 3.01),
+          "MistralAI-8x22B": (19.75, 15.12, 9.71, 6.06, 3.79),
+          "Qwen2-72B": (18.83, 13.85, 8.55, 5.13, 2.99),
+      }.items()),
+)
+
+_FINDINGS: tuple[tuple[str, str, str, str, str], ...] = (
+    # topic, setting, statistic, value as written, note
+    ("prompt", "Qwen2-72B prompt 1", "winning_number", "33.70", "first round"),
+    ("prompt", "Qwen2-72B prompt 2", "winning_number", "12.76", "first round"),
+    ("prompt", "MistralAI-8x22B prompt 2", "share_near_zero", "0.30",
+     "more than 30% report about 0"),
+    ("ratio", "ratio 51/100", "winning_number", "11.85", ""),
+    ("ratio", "ratio 51/100 with note that it is a variant of the 2/3 game", "winning_number",
+     "6.46", ""),
+    ("ratio", "ratio 1/2", "winning_number", "6.21", ""),
+    ("variant", "target 5 + 1/2 mean", "equilibrium", "10", "agents converge near 10 over rounds"),
+    ("temperature", "0.05", "mean", "15.42", "1000 agents Qwen2-72B prompt 2"),
+    ("temperature", "0.25", "mean", "15.27", ""),
+    ("temperature", "0.5", "mean", "18.54", ""),
+    ("temperature", "1.0", "mean", "16.72", ""),
+    ("temperature", "0.05", "std", "6.50", ""),
+    ("temperature", "0.25", "std", "7.22", ""),
+    ("temperature", "0.5", "std", "7.74", ""),
+    ("temperature", "1.0", "std", "8.20", ""),
+    ("tokens", "Llama3-8B prompt 1..4", "mean_response_tokens", "1.00/155.46/260.80/190.42", ""),
+    ("tokens", "Llama3-70B prompt 1..4", "mean_response_tokens", "1.04/248.69/381.36/408.40", ""),
+    ("education", "MistralAI-8x22B", "largest_group_gap", "3.49",
+     "32.73 vs 29.24; means fall as education rises"),
+    ("education", "Llama3-70B", "largest_group_gap", "5.72", ""),
+    ("education", "Qwen2-72B", "largest_group_gap", "8.24", ""),
+    ("occupation", "all models", "ordering", "",
+     "game theory professors and economists lowest; artists writers athletes higher"),
+    ("scalability", "1M agents Llama3-8B prompt 1 on 4 nodes x 8 A100", "minutes", "12", ""),
+    ("scalability", "1M agents Llama3-8B prompt 2 on 4 nodes x 8 A100", "minutes", "85", ""),
+    ("scalability", "10k agents Llama3-70B prompt 2 on 1 -> 4 nodes", "minutes", "22 -> 5.6", ""),
+    ("scalability", "dummy 1M agents (1 s wait each) on 4 nodes x 64 cores", "seconds", "40", ""),
+    ("scalability", "dummy 1M agents serial", "days", "12", ""),
+    ("scalability", "dummy 1M agents python asyncio", "hours", "8.6", ""),
+)
+# fmt: on
+
+PROMPT_MEAN_COLUMNS = ("model", "prompt", "first_round_mean", "source")
+"""Columns of `paper_prompt_means`: prompts 1 direct, 2 think step by step, 3 + all players
+rational, 4 + guess each other's strategies."""
+
+ROUND_COLUMNS = ("experiment", "model", "prompt", "round", "statistic", "value", "source")
+"""Columns of `paper_rounds`: multi-round means and winning numbers (prompt 0: not stated)."""
+
+FINDING_COLUMNS = ("topic", "setting", "statistic", "value", "value_text", "note", "source")
+"""Columns of `paper_findings`: value is nan where the paper gives a list, a change or nothing
+("1.00/155.46/...", "22 -> 5.6"); value_text keeps it as written."""
+
+
+def _number(text: str) -> float:
+    """A finding's value as a number, nan when it is a list, a change or empty."""
+    try:
+        return float(text)
+    except ValueError:
+        return _NAN
+
+
+def human_baselines() -> pd.DataFrame:
+    """First-round guesses of human subjects in the p-beauty contest, one row per group."""
+    rows = [
+        (group, float(Fraction(p)), p, float(offset), mean, sd, n, note, source)
+        for group, p, offset, mean, sd, n, note, source in _HUMAN
+    ]
+    frame = pd.DataFrame(rows, columns=list(HUMAN_COLUMNS))
+    return frame.astype({"sd": "float64", "n": "float64"})
+
+
+def paper_prompt_means() -> pd.DataFrame:
+    """The paper's first-round mean guess per model and prompt (its Fig. 17)."""
+    rows = [
+        (model, prompt, mean, f"{PAPER}, Fig. 17")
+        for model, means in _PROMPT_MEANS.items()
+        for prompt, mean in enumerate(means, start=1)
+    ]
+    return pd.DataFrame(rows, columns=list(PROMPT_MEAN_COLUMNS))
+
+
+def paper_rounds() -> pd.DataFrame:
+    """The paper's multi-round means and winning numbers, per experiment, model and round."""
+    return pd.DataFrame([(*row, PAPER) for row in _ROUNDS], columns=list(ROUND_COLUMNS))
+
+
+def paper_findings() -> pd.DataFrame:
+    """The paper's other single figures (ratios, temperature, tokens, education, scale)."""
+    rows = [(t, s, stat, _number(v), v, note, PAPER) for t, s, stat, v, note in _FINDINGS]
+    return pd.DataFrame(rows, columns=list(FINDING_COLUMNS))
