@@ -44,7 +44,7 @@ KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_-]+)*$")
 UNSWEPT = ("output",)
 """Top-level sections a grid may not override: the sweep's folder decides where bundles go."""
 
-VALUE_SLUG = 24
+VALUE_SLUG = 40
 READABLE_SLUG = 120
 """Most characters of one value, and of all overrides, in a cell id (the hash keeps it unique)."""
 
@@ -133,7 +133,7 @@ def load_grid(grid: GridSpec | Mapping[str, Any] | str | Path) -> tuple[GridSpec
         return grid, None
     if isinstance(grid, str | Path):
         return validate(GridSpec, read_yaml(grid), str(grid)), Path(grid).parent
-    return validate(GridSpec, dict(grid), "grid"), None
+    return validate(GridSpec, dict(grid), "sweep grid"), None
 
 
 def stored_config(config: RunConfig) -> dict[str, Any]:
