@@ -77,7 +77,8 @@ def bundle_row(path: Path) -> dict[str, Any]:
     row: dict[str, Any] = {"status": bundle.status, "rounds_done": len(rounds)}
     if len(rounds):
         last = rounds.iloc[-1]
-        row |= {k: last[k] for k in ("mean", "target", "n_valid", "n_failed")}
+        row |= {k: float(last[k]) for k in ("mean", "target")}
+        row |= {k: int(last[k]) for k in ("n_valid", "n_failed")}
         row["seconds"] = float(rounds["seconds"].sum())
     return row | {"error": bundle.error}
 

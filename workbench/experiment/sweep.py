@@ -54,6 +54,17 @@ class CellResult:
         """What stopped the cell, on one line (None when it completed)."""
         return self.row.get("error")
 
+    def summary(self) -> str:
+        """One line for a console: `[3/8] complete ran <cell id>  mean=.. target=.. n_valid=..`."""
+        head = f"[{self.number}/{self.total}] {self.status:<9} {self.action:<9} {self.cell.id}"
+        if self.status != "complete":
+            return f"{head}  {self.error or ''}".rstrip()
+        row = self.row
+        return (
+            f"{head}  mean={row['mean']:.2f} target={row['target']:.2f} "
+            f"n_valid={row['n_valid']} ({row['seconds']:.2f} s)"
+        )
+
 
 CellCallback = Callable[[CellResult], None]
 
