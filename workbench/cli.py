@@ -1,4 +1,5 @@
-"""The `workbench` command: run games, inspect and verify bundles, sample personas, benchmark.
+"""The `workbench` command: run games and sweeps, inspect, compare and verify bundles, sample
+personas, benchmark.
 
 User errors (a bad config, a missing file, an unreadable bundle) print one line naming the field
 and the fix and exit with status 2; nothing is half-written. A run that fails after its bundle
