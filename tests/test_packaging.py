@@ -53,12 +53,12 @@ def test_public_namespace_is_what_we_export() -> None:
     import workbench
 
     assert set(workbench.__all__) == {
-        "BackendSpec", "Bundle", "BundleError", "ConfigError", "GameSpec", "ModelError",
-        "ModelSpec", "PopulationSpec", "PromptSpec", "RoundFailedError", "RunConfig", "Simulation",
-        "WorkbenchError",
+        "BackendSpec", "Bundle", "BundleError", "ConfigError", "Experiment", "GameSpec",
+        "ModelError", "ModelSpec", "PopulationSpec", "PromptSpec", "RoundFailedError", "RunConfig",
+        "Simulation", "WorkbenchError",
         "__version__", "counts_table", "follow", "generate_personas", "list_bundles",
         "load_population_spec", "load_run_config", "run", "run_state", "sample_population",
-        "save_yaml", "verify_bundle",
+        "save_yaml", "sweep", "verify_bundle",
     }  # fmt: skip
     for name in workbench.__all__:
         assert getattr(workbench, name) is not None

@@ -4,6 +4,8 @@ import workbench as wb
 sim = wb.Simulation(wb.load_run_config("workbench/examples/quickstart.yaml"))
 bundle = sim.run()            # plays every round, returns the finished result bundle
 bundle.rounds()               # one row per round: mean, target, winners, seconds
+exp = wb.sweep(sim.config, {"grid": {"seed": [1, 2]}}, "results/seeds")  # a bundle per cell
+exp.index()                   # one row per cell: its overrides, bundle, status, last round
 
 The package face is lazy (PEP 562): `import workbench` loads no pandas, pyarrow, Ray or
 llama.cpp; each name is imported from its module the first time it is used.
@@ -41,6 +43,8 @@ _EXPORTS: dict[str, str] = {
     "run": "workbench.runtime",
     "follow": "workbench.runtime",
     "run_state": "workbench.runtime",
+    "Experiment": "workbench.experiment",
+    "sweep": "workbench.experiment",
 }
 """Public name -> the module that defines it."""
 
@@ -49,6 +53,7 @@ __all__ = [
     "Bundle",
     "BundleError",
     "ConfigError",
+    "Experiment",
     "GameSpec",
     "ModelError",
     "ModelSpec",
@@ -69,6 +74,7 @@ __all__ = [
     "run_state",
     "sample_population",
     "save_yaml",
+    "sweep",
     "verify_bundle",
 ]
 
@@ -96,6 +102,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         RoundFailedError,
         WorkbenchError,
     )
+    from workbench.experiment import Experiment, sweep
     from workbench.population import counts_table, sample_population
     from workbench.results import Bundle, list_bundles, verify_bundle
     from workbench.runtime import Simulation, follow, run, run_state

@@ -1,4 +1,5 @@
-"""The `workbench` command: run games, inspect and verify bundles, sample personas, benchmark.
+"""The `workbench` command: run games and sweeps, inspect, compare and verify bundles, sample
+personas, benchmark.
 
 User errors (a bad config, a missing file, an unreadable bundle) print one line naming the field
 and the fix and exit with status 2; nothing is half-written. A run that fails after its bundle
@@ -33,7 +34,7 @@ app = typer.Typer(
     **PLAIN,
 )
 bundles_app = typer.Typer(
-    help="List, show and verify result bundles.", no_args_is_help=True, **PLAIN
+    help="List, show, compare and verify result bundles.", no_args_is_help=True, **PLAIN
 )
 personas_app = typer.Typer(
     help="Sample personas from a population spec.", no_args_is_help=True, **PLAIN
@@ -240,6 +241,66 @@ def _report_failed_run(path: str, exc: WorkbenchError) -> None:
     typer.echo(f"error: {error}", err=True)
     if _resume_hint(path) not in error:
         typer.echo(f"resume it with\n  {_resume_hint(path)}", err=True)
+
+
+@app.command("sweep")
+def sweep_command(
+    config: Annotated[Path, typer.Argument(help="base run config YAML")],
+    grid: Annotated[Path, typer.Option(help="grid YAML: grid: {key: [values]}, cells: [...]")],
+    out: Annotated[
+        Path | None, typer.Option(help="experiment folder (default: output.dir/<grid name>)")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="show a progress bar per cell")] = False,
+) -> None:
+    """Run every cell of GRID over CONFIG into one experiment folder, a line per cell; a rerun
+    keeps complete cells and resumes the others. Exit 1 when a cell did not complete."""
+    from workbench.config import load_run_config
+    from workbench.experiment import sweep
+    from workbench.experiment.sweep import CellResult
+
+    cfg = load_run_config(config)
+    folder = out if out is not None else Path(cfg.output.dir) / grid.stem
+    results: list[CellResult] = []
+
+    def report(result: CellResult) -> None:
+        results.append(result)
+        typer.echo(result.summary())
+
+    try:
+        experiment = sweep(cfg, grid, folder, progress=progress, on_cell=report)
+    except KeyboardInterrupt:
+        typer.echo(
+            f"interrupted: the cell in flight is marked cancelled and {folder} is consistent; "
+            "run the same command again to finish the sweep",
+            err=True,
+        )
+        raise typer.Exit(130) from None
+    typer.echo(f"index: {experiment.index_path}")
+    failed = [r.cell.id for r in results if r.status != "complete"]
+    if failed:
+        typer.echo(
+            f"{len(failed)} of {len(results)} cells did not complete: {', '.join(failed)}; "
+            "run the same command again to retry them",
+            err=True,
+        )
+        raise typer.Exit(1)
+
+
+@bundles_app.command("compare")
+def bundles_compare(
+    bundles: Annotated[list[Path], typer.Argument(help="two or more bundle directories")],
+) -> None:
+    """Line up bundles: the config keys that differ, then their round statistics side by side."""
+    from workbench.experiment import compare_rounds, config_differences
+    from workbench.results import Bundle
+
+    opened = {f"b{number}": Bundle.open(path) for number, path in enumerate(bundles, 1)}
+    differ = config_differences(opened)  # ConfigError for fewer than two
+    for label, bundle in opened.items():
+        typer.echo(f"{label}: {bundle.path} ({bundle.status})")
+    typer.echo(f"config keys that differ:\n{differ.to_string()}" if len(differ) else "config: same")
+    rounds = compare_rounds(opened)
+    typer.echo(rounds.to_string(float_format=lambda x: f"{x:.2f}") if len(rounds) else "no rounds")
 
 
 @bundles_app.command("list")

@@ -1,0 +1,87 @@
+"""Bundles side by side: only the config keys that differ, then their round statistics.
+
+Both functions take bundles (or their paths) as a list, labelled by run id, or as a mapping
+{label: bundle}; `workbench bundles compare` prints what they return.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import ConfigError
+from workbench.experiment.grid import flatten
+from workbench.results import Bundle
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+BundleLike = Bundle | str | Path
+Bundles = Sequence[BundleLike] | Mapping[str, BundleLike]
+
+ROUND_STATS: tuple[str, ...] = ("mean", "target", "n_valid")
+"""The round statistics `compare_rounds` lines up by default."""
+
+
+def labelled(bundles: Bundles) -> dict[str, Bundle]:
+    """{label: opened bundle}: a mapping's own labels, else run ids (`#2` after a repeat).
+
+    ConfigError for fewer than two bundles; BundleError for one that is not a bundle.
+    """
+    items = list(bundles.items()) if isinstance(bundles, Mapping) else [(None, b) for b in bundles]
+    if len(items) < 2:
+        raise ConfigError(f"compare: give two or more bundles, got {len(items)}")
+    out: dict[str, Bundle] = {}
+    for label, given in items:
+        bundle = given if isinstance(given, Bundle) else Bundle.open(given)
+        name = str(label) if label is not None else bundle.run_id
+        number = 2
+        while name in out:
+            name, number = f"{label or bundle.run_id}#{number}", number + 1
+        out[name] = bundle
+    return out
+
+
+def _shown(value: Any) -> Any:
+    """A config value for a table cell: lists and mappings as compact JSON."""
+    return json.dumps(value) if isinstance(value, list | dict) else value
+
+
+def config_differences(bundles: Bundles) -> pd.DataFrame:
+    """One row per dotted config key whose value differs between the bundles (index `key`),
+    one column per bundle; keys that agree everywhere are left out."""
+    import pandas as pd
+
+    configs = {
+        label: flatten(b.config.model_dump(mode="json")) for label, b in labelled(bundles).items()
+    }
+    keys = list(dict.fromkeys(k for flat in configs.values() for k in flat))
+    missing = object()
+    rows = {}
+    for key in keys:
+        values = [flat.get(key, missing) for flat in configs.values()]
+        if any(v != values[0] for v in values[1:]):
+            rows[key] = [None if v is missing else _shown(v) for v in values]
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(configs), dtype=object)
+    frame.index.name = "key"
+    return frame
+
+
+def compare_rounds(bundles: Bundles, stats: Sequence[str] = ROUND_STATS) -> pd.DataFrame:
+    """The bundles' round statistics side by side: one row per round (index `round`), columns
+    (bundle label, statistic); a round one bundle did not play is empty there."""
+    import pandas as pd
+
+    frames = {}
+    for label, bundle in labelled(bundles).items():
+        rounds = bundle.rounds()
+        unknown = [s for s in stats if s not in rounds.columns]
+        if unknown:
+            raise ConfigError(
+                f"compare: unknown round statistics {unknown}; known: {list(rounds.columns)}"
+            )
+        frames[label] = rounds.set_index("round")[list(stats)]
+    frame = pd.concat(frames, axis=1, names=["bundle", "statistic"])
+    return frame.sort_index()
