@@ -6,6 +6,7 @@ off it, so a new policy is added in one place and both validation and error mess
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
@@ -71,11 +72,30 @@ class RandomPolicySpec(StrictModel):
     )
 
 
+MAX_DEPTH = 20
+"""The deepest reasoning level a level-k population may hold."""
+
+
+def poisson_depth_shares(tau: float, max_depth: int = MAX_DEPTH) -> dict[int, float]:
+    """Poisson(tau) shares of depths 0..max_depth, normalised over them: the cognitive
+    hierarchy's population (Camerer, Ho & Chong 2004), tau being its mean depth."""
+    if not 0 <= tau < math.inf:
+        raise ValueError(f"tau must be a finite number >= 0, got {tau}")
+    if max_depth < 0:
+        raise ValueError(f"max_depth must be >= 0, got {max_depth}")
+    if tau == 0:
+        return {k: float(k == 0) for k in range(max_depth + 1)}
+    pmf = [math.exp(k * math.log(tau) - tau - math.lgamma(k + 1)) for k in range(max_depth + 1)]
+    total = sum(pmf)
+    return {k: value / total for k, value in enumerate(pmf)}
+
+
 class LevelKPolicySpec(StrictModel):
     """Cognitive-hierarchy baseline: level 0 guesses uniformly, level k responds to lower levels.
 
-    ``depth_shares`` gives the share of agents at each depth; ``by_attribute`` overrides it for
-    agents whose persona column ``attribute`` has a given value.
+    ``depth_shares`` gives the share of agents at each depth, or ``tau`` makes them Poisson(tau)
+    (e.g. a tau fitted to human or LLM guesses with ``viz.fit_tau``); ``by_attribute``
+    overrides them for agents whose persona column ``attribute`` has a given value.
     """
 
     kind: Literal["level_k"] = Field(
@@ -85,6 +105,15 @@ class LevelKPolicySpec(StrictModel):
         default_factory=lambda: {0: 0.2, 1: 0.4, 2: 0.3, 3: 0.1},
         description="share of agents at each reasoning depth 0..20 (0 = uniform random), "
         "summing to 1; fractions like 1/3 are accepted",
+    )
+    tau: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_DEPTH,
+        allow_inf_nan=False,
+        description="Poisson cognitive-hierarchy tau, the mean depth (humans: about 1.5; a "
+        "fitted one from viz.fit_tau): depth_shares become Poisson(tau) over depths 0..20; "
+        "give tau or depth_shares, not both",
     )
     model: Literal["level_k", "cognitive_hierarchy"] = Field(
         "level_k",
@@ -107,6 +136,28 @@ class LevelKPolicySpec(StrictModel):
         description="standard deviation of normal noise added to each guess, in guess units "
         "(0: none)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tau_shares(cls, data: Any) -> Any:
+        """With `tau`, the depth shares are Poisson(tau)'s (a stored config, holding both,
+        reloads when they agree)."""
+        if not isinstance(data, dict) or data.get("tau") is None:
+            return data
+        try:
+            tau = parse_number(data["tau"])
+            tau = float(tau) if isinstance(tau, str) else tau
+        except ValueError:
+            return data  # the field's own validation names the problem
+        if not isinstance(tau, int | float) or isinstance(tau, bool) or not 0 <= tau <= MAX_DEPTH:
+            return data  # the field's own validation names the problem
+        shares = poisson_depth_shares(float(tau))
+        given = data.get("depth_shares")
+        if given is not None:
+            table = {int(k): float(parse_number(v)) for k, v in dict(given).items()}
+            if set(table) != set(shares) or any(abs(table[k] - shares[k]) > 1e-9 for k in shares):
+                raise ValueError("give tau or depth_shares, not both")
+        return {**data, "tau": tau, "depth_shares": shares}
 
     @field_validator("depth_shares", mode="before")
     @classmethod
@@ -135,7 +186,7 @@ class LevelKPolicySpec(StrictModel):
             f"by_attribute.{k}": v for k, v in self.by_attribute.items()
         }
         for where, table in tables.items():
-            if not table or any(d < 0 or d > 20 for d in table):
+            if not table or any(d < 0 or d > MAX_DEPTH for d in table):
                 raise ValueError(f"{where}: depths must be integers in 0..20, got {sorted(table)}")
             if any(s < 0 for s in table.values()) or abs(sum(table.values()) - 1) > SHARE_TOLERANCE:
                 raise ValueError(f"{where}: shares must be >= 0 and sum to 1, got {table}")

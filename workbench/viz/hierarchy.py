@@ -24,13 +24,14 @@ import numpy as np
 import pandas as pd
 
 from workbench.config import GameSpec
+from workbench.config.policy import MAX_DEPTH, poisson_depth_shares
 from workbench.viz.answers import BundleLike, as_bundle, round_answers
 from workbench.viz.stats import CONFIDENCE
 
 HUMAN_TAU = 1.5
 """tau that fits human first-round play across many games (Camerer, Ho & Chong 2004)."""
 
-MAX_LEVEL = 20
+MAX_LEVEL = MAX_DEPTH
 """Deepest level modelled: the deepest `LevelKPolicySpec` depth (0..20)."""
 
 TAU_MAX = 20.0
@@ -64,17 +65,9 @@ class TauFit:
 
 
 def poisson_shares(tau: float, max_level: int = MAX_LEVEL) -> np.ndarray:
-    """Poisson(tau) shares of levels 0..max_level, normalised over them (they sum to 1)."""
-    if not tau >= 0 or math.isinf(tau):
-        raise ValueError(f"tau must be finite and >= 0, got {tau}")
-    if max_level < 0:
-        raise ValueError(f"max_level must be >= 0, got {max_level}")
-    k = np.arange(max_level + 1)
-    if tau == 0:
-        return (k == 0).astype(np.float64)
-    log_factorial = np.cumsum(np.log(np.maximum(k, 1)))
-    pmf = np.exp(k * math.log(tau) - tau - log_factorial)
-    return pmf / pmf.sum()
+    """Poisson(tau) shares of levels 0..max_level, normalised over them (they sum to 1): the
+    table `policy: {kind: level_k, tau: ...}` plays."""
+    return np.array(list(poisson_depth_shares(tau, max_level).values()), dtype=np.float64)
 
 
 def level_guesses(tau: float, game: GameSpec, max_level: int = MAX_LEVEL) -> np.ndarray:
