@@ -18,7 +18,13 @@ from workbench.config import ModelSpec
 from workbench.errors import ConfigError, ModelError
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
 from workbench.llm.openai_compat import OpenAICompatModel
-from workbench.llm.servers import PROBE_VALUE, ServerInfo, constraint_body, root_of
+from workbench.llm.servers import (
+    PROBE_MESSAGES,
+    PROBE_VALUE,
+    ServerInfo,
+    constraint_body,
+    root_of,
+)
 from workbench.runtime import Simulation
 
 NUMBER = OutputConstraint(integer_range=(0, 100))
@@ -47,7 +53,7 @@ def test_auto_on_vllm_picks_structured_outputs_and_names_the_server_and_version(
         model = checked(OpenAICompatModel([vllm.url], "fake"))
         asyncio.run(model.generate([ask(1)], PARAMS))
         (sent,) = vllm.chat_posts
-        probes = [p for p in vllm.probes]
+        probes = list(vllm.probes)
     assert model.modes == {vllm.url: "structured_outputs"}
     assert model.identity["servers"][vllm.url] == {
         "kind": "vllm",
@@ -137,7 +143,7 @@ def test_constraint_bodies_and_server_roots():
     }
     assert root_of("http://h:8000/v1/") == "http://h:8000"
     assert root_of("http://h:8000/api") == "http://h:8000/api"
-    assert str(PROBE_VALUE) not in "Write the word apple"
+    assert str(PROBE_VALUE) not in PROBE_MESSAGES[0]["content"]  # the prompt never asks for it
 
 
 # --------------------------------------------------------------------------- seeds

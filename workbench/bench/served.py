@@ -137,7 +137,7 @@ def served_bench(
         requests = LLMPolicy(model).requests(shard, RoundContext(1, seed, config.game, n))
         params = sampling_params(config.model)
         bodies = [model.body(r, params, base) for r in requests]
-        mode = model.modes.get(base) if structured_output != "none" else None
+        mode = model.mode_for(requests[0], base)  # what the answers are sent with
         sims = {kind: _on(config, kind) for kind in backends}
         direct: list[float] = []
         ours: dict[str, list[float]] = {kind: [] for kind in backends}

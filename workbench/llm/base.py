@@ -137,9 +137,8 @@ def error_rank(message: str) -> int:
     """
     if "HTTP " in message:
         return 3
-    if any(word in message for word in ("ConnectError", "RemoteProtocolError", "ReadError")):
-        return 1
-    if "Connect" in message or "connection" in message.lower():
+    lowered = message.lower()
+    if any(word in lowered for word in ("connect", "remoteprotocolerror", "readerror")):
         return 1
     return 2
 
