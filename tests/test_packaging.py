@@ -56,8 +56,9 @@ def test_public_namespace_is_what_we_export() -> None:
         "BackendSpec", "Bundle", "BundleError", "ConfigError", "Experiment", "GameSpec",
         "ModelError", "ModelSpec", "PopulationSpec", "PromptSpec", "RoundFailedError", "RunConfig",
         "Simulation", "WorkbenchError",
-        "__version__", "counts_table", "follow", "generate_personas", "list_bundles",
-        "load_population_spec", "load_run_config", "run", "run_state", "sample_population",
+        "__version__", "configure", "counts_table", "follow", "generate_personas", "list_bundles",
+        "load_population_spec", "load_run_config", "model_overrides", "run", "run_state",
+        "sample_population",
         "save_yaml", "sweep", "verify_bundle",
     }  # fmt: skip
     for name in workbench.__all__:

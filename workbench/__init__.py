@@ -45,6 +45,8 @@ _EXPORTS: dict[str, str] = {
     "run_state": "workbench.runtime",
     "Experiment": "workbench.experiment",
     "sweep": "workbench.experiment",
+    "configure": "workbench.experiment",
+    "model_overrides": "workbench.experiment",
 }
 """Public name -> the module that defines it."""
 
@@ -64,12 +66,14 @@ __all__ = [
     "Simulation",
     "WorkbenchError",
     "__version__",
+    "configure",
     "counts_table",
     "follow",
     "generate_personas",
     "list_bundles",
     "load_population_spec",
     "load_run_config",
+    "model_overrides",
     "run",
     "run_state",
     "sample_population",
@@ -102,7 +106,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         RoundFailedError,
         WorkbenchError,
     )
-    from workbench.experiment import Experiment, sweep
+    from workbench.experiment import Experiment, configure, model_overrides, sweep
     from workbench.population import counts_table, sample_population
     from workbench.results import Bundle, list_bundles, verify_bundle
     from workbench.runtime import Simulation, follow, run, run_state

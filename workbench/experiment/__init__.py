@@ -17,6 +17,8 @@ _HOMES: dict[str, str] = {
     "expand_grid": "workbench.experiment.grid",
     "load_grid": "workbench.experiment.grid",
     "Experiment": "workbench.experiment.folder",
+    "configure": "workbench.experiment.configure",
+    "model_overrides": "workbench.experiment.configure",
     "CellResult": "workbench.experiment.sweep",
     "plan": "workbench.experiment.sweep",
     "sweep": "workbench.experiment.sweep",
@@ -31,8 +33,10 @@ __all__ = [
     "GridSpec",
     "compare_rounds",
     "config_differences",
+    "configure",
     "expand_grid",
     "load_grid",
+    "model_overrides",
     "plan",
     "sweep",
 ]
@@ -41,6 +45,7 @@ __getattr__, __dir__ = lazy_face(__name__, _HOMES, globals())
 
 if TYPE_CHECKING:
     from workbench.experiment.compare import compare_rounds, config_differences
+    from workbench.experiment.configure import configure, model_overrides
     from workbench.experiment.folder import Experiment
     from workbench.experiment.grid import Cell, GridSpec, expand_grid, load_grid
     from workbench.experiment.sweep import CellResult, plan, sweep

@@ -65,7 +65,7 @@ class GridSpec(StrictModel):
     @field_validator("grid")
     @classmethod
     def _alternatives(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
-        _check_keys(value, "grid")
+        check_keys(value, "grid")
         for key, values in value.items():
             if isinstance(values, list) and not values:
                 raise ValueError(f"{key}: give at least one value (an empty list runs nothing)")
@@ -75,7 +75,7 @@ class GridSpec(StrictModel):
     @classmethod
     def _cell_keys(cls, value: list[dict[str, JsonValue]]) -> list[dict[str, JsonValue]]:
         for number, overrides in enumerate(value, 1):
-            _check_keys(overrides, f"cell {number}")
+            check_keys(overrides, f"cell {number}")
         return value
 
     def size(self) -> int:
@@ -84,7 +84,7 @@ class GridSpec(StrictModel):
         return (product if self.grid else 0) + len(self.cells)
 
 
-def _check_keys(overrides: Mapping[str, Any], where: str) -> None:
+def check_keys(overrides: Mapping[str, Any], where: str) -> None:
     """ValueError for a key that is not a dotted path, names `output`, or overlaps another."""
     for key in overrides:
         if not KEY_PATTERN.fullmatch(key):
