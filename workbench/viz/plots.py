@@ -1,0 +1,363 @@
+"""Interactive plots of bundles: HoloViews objects for the bokeh backend, with hover tools.
+
+Every number drawn comes from the viz tables (`guess_counts`, `group_summary`,
+`round_trajectories`, `tokens_per_response`, `compare_bundles`): the plots only place them, so a
+million agents cost what the tables cost and the browser gets a few hundred glyphs. Quantile
+boxes are drawn from the exact quantiles (whiskers to min and max), never from raw values, so no
+outlier list is sent. `agents` (in `agents_view`) is the one per-agent view, rasterized with
+datashader past RASTERIZE_ABOVE points. In a notebook run `hv.extension("bokeh")` once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import holoviews as hv
+import numpy as np
+import pandas as pd
+
+from workbench.errors import ConfigError
+from workbench.game import equilibrium
+from workbench.viz.agents_view import RASTERIZE_ABOVE, agents
+from workbench.viz.answers import BundleLike, as_bundle
+from workbench.viz.distributions import (
+    compare_bundles,
+    group_summary,
+    guess_counts,
+    round_trajectories,
+    tokens_per_response,
+)
+from workbench.viz.plot_parts import (
+    HEIGHT,
+    WIDTH,
+    category_axis,
+    checked_reference,
+    colour,
+    labelled_bundles,
+    marker_lines,
+    opts,
+    positions,
+    reference_points,
+    round_row,
+    with_reference_categories,
+)
+
+__all__ = [
+    "KINDS",
+    "RASTERIZE_ABOVE",
+    "agents",
+    "compare",
+    "distribution",
+    "histogram",
+    "tokens",
+    "trajectories",
+]
+
+KINDS: tuple[str, ...] = ("bars", "heatmap", "quantiles", "means")
+"""The kinds of `distribution`."""
+
+BOX_HALF = 0.3
+"""Half the height of a quantile box (categories are 1 apart)."""
+
+Bundles = Mapping[str, BundleLike] | Sequence[BundleLike]
+
+
+def histogram(bundle: BundleLike, round: int | None = None) -> hv.Overlay:
+    """A round's guesses (the last round when None) per whole number, with the target, the
+    equilibrium and the winning guess marked; bin g holds guesses in [g, g + 1)."""
+    bundle = as_bundle(bundle)
+    counts = guess_counts(bundle, round)
+    number = counts.attrs["round"]
+    row = round_row(bundle, number)
+    edges, table = _binned(counts, bundle)
+    bars = hv.Histogram(
+        (edges, table["count"].to_numpy(), table["share"].to_numpy()),
+        kdims="guess",
+        vdims=["count", "share"],
+    )
+    bars = opts(bars, tools=["hover"], color="#4c72b0", line_color="white", alpha=0.85)
+    markers = {
+        "target": row["target"],
+        "equilibrium": equilibrium(bundle.config.game),
+        "winning guess": row["winning_guess"],
+    }
+    title = f"{bundle.run_id}: round {number}, {int(row['n_valid']):,} valid of {int(row['n']):,}"
+    overlay = hv.Overlay([bars, *marker_lines(markers)])
+    return opts(overlay, title=title, width=WIDTH, height=HEIGHT, legend_position="top_right")
+
+
+def distribution(
+    bundle: BundleLike,
+    by: str,
+    round: int | None = None,
+    kind: str = "bars",
+    reference: pd.DataFrame | None = None,
+) -> hv.Overlay | hv.NdLayout:
+    """Guesses of a round by persona column `by`, drawn as `kind`:
+
+    - "bars": per category, the share of its guesses at each whole number (small multiples);
+    - "heatmap": category x guess cells coloured by share;
+    - "quantiles": boxes q1-q3 with the median, whiskers to min and max, the mean a dot;
+    - "means": the mean with its 95% t interval.
+
+    The round's target is a line; `reference` (columns category, mean; optional label, low,
+    high) adds markers: human groups or the paper's numbers, other categories below the bundle's.
+    """
+    if kind not in KINDS:
+        raise ConfigError(f"kind: {kind!r} is not a distribution kind; choose from {list(KINDS)}")
+    bundle = as_bundle(bundle)
+    reference = checked_reference(reference, "category", ("label", "low", "high"))
+    if kind in ("bars", "heatmap"):
+        counts = guess_counts(bundle, round, by)
+        row = round_row(bundle, counts.attrs["round"])
+        draw = _bars if kind == "bars" else _heatmap
+        return draw(bundle, counts, by, row, reference)
+    summary = group_summary(bundle, round, by)
+    row = round_row(bundle, summary.attrs["round"])
+    return _summary_view(bundle, summary, by, row, reference, kind)
+
+
+def trajectories(
+    bundle: BundleLike, by: str | None = None, reference: pd.DataFrame | None = None
+) -> hv.Overlay:
+    """Per round: mean, median, target and winning guess (by=None), or each category's mean,
+    with its own target dashed when the game was scored by that column (game.group_by), else
+    the population's. `reference` rows (round, mean, optional label) are markers."""
+    bundle = as_bundle(bundle)
+    reference = checked_reference(reference, "round")
+    parts: list[Any] = []
+    if by is None:
+        table = round_trajectories(bundle)
+        shown = {"mean": "mean", "median": "median", "target": "target"}
+        shown["winning_guess"] = "winning guess"
+        for i, (column, label) in enumerate(shown.items()):
+            dash = "dashed" if column == "target" else "solid"
+            parts += _curve(table, column, label, colour(i), dash)
+    else:
+        table = round_trajectories(bundle, by)
+        own = bundle.config.game.group_by == by
+        for i, (category, rows) in enumerate(table.groupby("category", sort=False)):
+            parts += _curve(rows, "mean", f"{category}", colour(i), "solid")
+            if own:
+                parts += _curve(rows, "target", f"{category} target", colour(i), "dashed")
+        if not own:
+            parts += _curve(round_trajectories(bundle), "target", "target", "black", "dashed")
+    if reference is not None:
+        for label, rows in reference.groupby("label", sort=False):
+            points = _statistic(rows, "round", "mean", str(label))
+            parts.append(opts(points, marker="diamond", size=11, color="black", tools=["hover"]))
+    rounds = sorted(int(r) for r in table["round"].unique())
+    title = f"{bundle.run_id}: rounds" + (f" by {by}" if by else "")
+    return opts(
+        hv.Overlay(parts),
+        title=title,
+        xticks=rounds,
+        xlabel="round",
+        ylabel="guess",
+        width=WIDTH,
+        height=HEIGHT,
+        legend_position="right",
+    )
+
+
+def compare(
+    bundles: Bundles, round: int | None = None, reference: pd.DataFrame | None = None
+) -> hv.Overlay:
+    """Several bundles side by side: each one's mean (bar), median, target and winning guess in
+    `round` (None: each bundle's last round). `bundles` a mapping label: bundle, or a sequence
+    labelled by run id; `reference` rows (label, mean) are markers at their label."""
+    opened, labels = labelled_bundles(bundles)
+    reference = checked_reference(reference, "label", ())
+    table = compare_bundles(opened, labels)
+    if round is None:
+        table = table[table["round"] == table.groupby("label")["round"].transform("max")]
+    else:
+        missing = sorted(set(labels) - set(table.loc[table["round"] == round, "label"]))
+        if missing:
+            raise ConfigError(f"round: bundles {missing} have no round {round}; give another")
+        table = table[table["round"] == round]
+    hover = ["round", "median", "target", "winning_guess", "n_valid"]
+    bars = hv.Bars(table.rename(columns={"mean": "guess"}), "label", ["guess", *hover])
+    parts: list[Any] = [opts(bars.relabel("mean"), tools=["hover"], color="#4c72b0", alpha=0.8)]
+    for column, label, marker, color in (
+        ("median", "median", "circle", "white"),
+        ("target", "target", "triangle", "#d62728"),
+        ("winning_guess", "winning guess", "square", "#2ca02c"),
+    ):
+        points = _statistic(table, "label", column, label)
+        edge = {"line_color": "black"} if marker == "circle" else {}
+        parts.append(opts(points, marker=marker, size=14, color=color, tools=["hover"], **edge))
+    if reference is not None:
+        for label, rows in reference.groupby("label", sort=False):
+            points = _statistic(rows.assign(label=rows["label"].astype(str)), "label", "mean", "")
+            points = points.relabel(f"reference {label}")
+            parts.append(opts(points, marker="diamond", size=12, color="black", tools=["hover"]))
+    return opts(
+        hv.Overlay(parts),
+        title="bundles side by side" + (f", round {round}" if round is not None else ""),
+        xlabel="bundle",
+        ylabel="guess",
+        width=WIDTH,
+        height=HEIGHT,
+        xrotation=30 if len(labels) > 4 else 0,
+        legend_position="right",
+    )
+
+
+def tokens(bundles: Bundles | BundleLike) -> hv.Bars:
+    """Completion tokens per response, per bundle (and round when any played several), with the
+    prompt tokens, median, max and counted answers on hover (behavioural policies record 0)."""
+    opened, labels = labelled_bundles(bundles)
+    frames = [tokens_per_response(b).assign(label=n) for b, n in zip(opened, labels, strict=True)]
+    table = pd.concat(frames, ignore_index=True)
+    several = table["round"].nunique() > 1
+    hover = ["prompt_tokens_mean", "completion_tokens_median", "completion_tokens_max", "n_counted"]
+    kdims = ["label", "round"] if several else ["label"]
+    bars = hv.Bars(table, kdims=kdims, vdims=["completion_tokens_mean", *hover])
+    return opts(
+        bars,
+        tools=["hover"],
+        title="tokens per response",
+        ylabel="completion tokens per response (mean)",
+        xlabel="bundle, round" if several else "bundle",
+        width=WIDTH,
+        height=HEIGHT,
+        xrotation=30 if len(labels) > 4 else 0,
+        color="#4c72b0",
+    )
+
+
+def _binned(counts: pd.DataFrame, bundle: Any) -> tuple[np.ndarray, pd.DataFrame]:
+    """Bin edges over the game's range and the counts table reindexed onto every bin (0 where
+    no guess fell): a Histogram needs contiguous bins; the numbers stay guess_counts'."""
+    game = bundle.config.game
+    guesses = counts["guess"].to_numpy()
+    low = int(min(np.floor(game.low), guesses.min(initial=game.low)))
+    high = int(max(np.floor(game.high), guesses.max(initial=game.high)))
+    bins = np.arange(low, high + 1)
+    table = counts.set_index("guess")[["count", "share"]].reindex(bins, fill_value=0)
+    return np.append(bins, high + 1), table
+
+
+def _bars(bundle, counts, by, row, reference) -> hv.NdLayout:
+    """One histogram of shares per category (small multiples), the target and the category's
+    reference means as lines."""
+    panels = {}
+    for category in counts["category"].cat.categories:
+        edges, table = _binned(counts[counts["category"] == category], bundle)
+        bars = hv.Histogram(
+            (edges, table["share"].to_numpy(), table["count"].to_numpy()),
+            kdims="guess",
+            vdims=["share", "count"],
+        )
+        bars = opts(bars, tools=["hover"], color="#4c72b0", line_color="white", alpha=0.85)
+        markers = {"target": row["target"]}
+        if reference is not None:
+            mine = reference[reference["category"] == category]
+            markers |= {f"{r.label}": r.mean for r in mine.itertuples()}
+        panels[category] = opts(hv.Overlay([bars, *marker_lines(markers)]), show_legend=False)
+    layout = hv.NdLayout(panels, kdims=[by], sort=False).cols(min(3, max(len(panels), 1)))
+    title = f"{bundle.run_id}: round {counts.attrs['round']} by {by} (share of each group)"
+    return opts(layout, title=title).map(
+        lambda o: opts(o, width=WIDTH // 3 + 40, height=HEIGHT * 2 // 3), hv.Overlay
+    )
+
+
+def _heatmap(bundle, counts, by, row, reference) -> hv.Overlay:
+    """Category x guess cells coloured by the category's share at that guess."""
+    categories = with_reference_categories(counts["category"].cat.categories, reference)
+    at = positions(categories)
+    cells = counts.assign(
+        x0=counts["guess"].astype(float),
+        x1=counts["guess"] + 1.0,
+        y0=counts["category"].map(at).astype(float) - 0.5,
+        y1=counts["category"].map(at).astype(float) + 0.5,
+        category=counts["category"].astype(str),
+    )
+    rects = hv.Rectangles(cells, vdims=["share", "count", "guess", "category"])
+    rects = opts(
+        rects,
+        color="share",
+        cmap="viridis",
+        colorbar=True,
+        line_alpha=0,
+        tools=["hover"],
+        clabel="share of the group",
+    )
+    parts: list[Any] = [rects, *marker_lines({"target": row["target"]})]
+    if reference is not None:
+        parts += reference_points(reference, at, with_interval=False)
+    title = f"{bundle.run_id}: round {counts.attrs['round']} guesses by {by}"
+    return opts(
+        hv.Overlay(parts),
+        title=title,
+        xlabel="guess",
+        width=WIDTH,
+        legend_position="top_right",
+        **category_axis(categories, by),
+    )
+
+
+def _summary_view(bundle, summary, by, row, reference, kind) -> hv.Overlay:
+    """Quantile boxes or means with intervals per category, from group_summary."""
+    categories = with_reference_categories(summary["category"].cat.categories, reference)
+    at = positions(categories)
+    frame = summary.assign(
+        position=summary["category"].map(at).astype(float),
+        category=summary["category"].astype(str),
+    ).dropna(subset=["mean"])  # a category with no valid answer keeps its tick, no glyph
+    hover = ["category", "n", "n_valid", "ci_low", "ci_high", "min", "q1", "median", "q3", "max"]
+    dots = hv.Scatter(frame, kdims="mean", vdims=["position", *hover], label="group mean")
+    mean = opts(dots, color="black", size=8, tools=["hover"])
+    if kind == "quantiles":
+        boxes = frame.assign(y0=frame["position"] - BOX_HALF, y1=frame["position"] + BOX_HALF)
+        rects = hv.Rectangles(boxes, kdims=["q1", "y0", "q3", "y1"], vdims=[*hover, "mean"])
+        medians = hv.Segments(boxes, kdims=["median", "y0", "median", "y1"])
+        low = hv.Segments(frame, kdims=["min", "position", "q1", "position"])
+        high = hv.Segments(frame, kdims=["q3", "position", "max", "position"])
+        parts: list[Any] = [
+            opts(low, color="#4c72b0", line_width=1.5),
+            opts(high, color="#4c72b0", line_width=1.5),
+            opts(rects, color="#4c72b0", alpha=0.5, line_color="#4c72b0", tools=["hover"]),
+            opts(medians, color="white", line_width=3),
+            mean,
+        ]
+        what = "quartiles, median, min-max, mean"
+    else:
+        errors = frame.assign(
+            neg=frame["mean"] - frame["ci_low"], pos=frame["ci_high"] - frame["mean"]
+        )
+        bars = hv.ErrorBars(errors, kdims="mean", vdims=["position", "neg", "pos"], horizontal=True)
+        parts = [opts(bars, color="black", line_width=2), mean]
+        what = "mean and 95% interval"
+    parts += marker_lines({"target": row["target"]})
+    if reference is not None:
+        parts += reference_points(reference, at)
+    title = f"{bundle.run_id}: round {summary.attrs['round']} by {by} ({what})"
+    return opts(
+        hv.Overlay(parts),
+        title=title,
+        xlabel="guess",
+        width=WIDTH,
+        legend_position="right",
+        **category_axis(categories, by),
+    )
+
+
+def _statistic(table: pd.DataFrame, x: str, column: str, label: str) -> hv.Scatter:
+    """Points of `column` over `x` as (x, guess, statistic): a label never names a dimension
+    (HoloViews' matplotlib backend would read a label equal to a dimension's name as that
+    dimension's values)."""
+    data = table[[x, column]].dropna().rename(columns={column: "guess"})
+    return hv.Scatter(data.assign(statistic=column), x, ["guess", "statistic"], label=label)
+
+
+def _curve(table: pd.DataFrame, column: str, label: str, color: str, dash: str) -> list[Any]:
+    """A line of `column` over rounds with dots carrying the hover."""
+    dots = _statistic(table, "round", column, label)
+    line = hv.Curve(dots, "round", "guess", label=label)
+    return [
+        opts(line, color=color, line_dash=dash, line_width=2),
+        opts(dots, color=color, size=7, tools=["hover"]),
+    ]
