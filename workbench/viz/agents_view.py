@@ -51,8 +51,9 @@ def agents(bundle: BundleLike, x: str, y: str, round: int | None = None) -> hv.E
         lines.append(opts(hv.HLine(target, label="target"), color="#d62728", line_width=2))
     if x == "guess" and np.isfinite(target):
         lines.append(opts(hv.VLine(target, label="target"), color="#d62728", line_width=2))
-    overlay = hv.Overlay([view, *lines]) if lines else view
-    return opts(overlay, title=title, width=WIDTH, height=HEIGHT)
+    for line in lines:  # `*` keeps a rasterized view one DynamicMap
+        view = view * line
+    return opts(view, title=title, width=WIDTH, height=HEIGHT)
 
 
 def agent_values(bundle: Bundle, columns: list[str], number: int) -> pd.DataFrame:
