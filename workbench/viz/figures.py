@@ -101,8 +101,7 @@ def distribution(
     marks = round_marks(opened, round)
     ref = fp.parse_reference(reference, "category", ("label", "low", "high"))
     draw = {"bars": _bars, "heatmap": _heatmap, "quantiles": _quantiles, "means": _means}[kind]
-    fig = draw(opened, by, marks, ref)
-    return fig
+    return draw(opened, by, marks, ref)
 
 
 def _bars(bundle: Bundle, by: str, marks: GameMarks, ref: pd.DataFrame | None) -> Figure:
