@@ -228,7 +228,7 @@ def reference_points(
         style = styles[item.label]
         ax.errorbar(
             [item.mean], [y], xerr=xerr, fmt=style["marker"], color=style["color"],
-            markersize=6, capsize=3, linewidth=1.2, label=label, zorder=4,
+            markersize=6, capsize=3, linewidth=1.2, label=label, zorder=6,
         )  # fmt: skip
     if len(names) > len(rows):
         ax.axhline(len(rows) - 0.5, color="0.6", linewidth=0.8, zorder=1)
@@ -260,9 +260,13 @@ def reference_lines(
 # --------------------------------------------------------------------------- categories
 
 
-def label(category: Any, n_valid: float | None = None) -> str:
-    """A category's axis label, wrapped, with its number of valid answers."""
-    text = str(category) if n_valid is None else f"{category} (n={int(n_valid)})"
+def label(category: Any, n_valid: float | None = None, n: float | None = None) -> str:
+    """A category's axis label, wrapped: its number of valid answers, and of invalid ones when
+    `n` (all its answers) is given and there are some."""
+    text = str(category)
+    if n_valid is not None:
+        invalid = 0 if n is None else int(n) - int(n_valid)
+        text += f" (n={int(n_valid)}" + (f", {invalid} invalid)" if invalid else ")")
     return textwrap.fill(text, LABEL_WIDTH)
 
 
@@ -277,7 +281,8 @@ def rows_axis(ax: Axes, labels: list[str]) -> None:
 def no_answers(ax: Axes, y: float) -> None:
     """A row's note that its category has no valid answer."""
     ax.text(0.02, y, "no valid answers", transform=ax.get_yaxis_transform(), va="center",
-            color="0.45", fontstyle="italic")  # fmt: skip
+            color="0.4", fontstyle="italic", zorder=6,
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})  # fmt: skip
 
 
 def game_xlim(ax: Axes, bundle: Bundle) -> None:
@@ -343,12 +348,13 @@ def boxes(ax: Axes, summary: pd.DataFrame, *, means: bool) -> None:
         parts["means"][0].set_label("mean")
 
 
-def intervals(ax: Axes, summary: pd.DataFrame, size: float) -> None:
-    """`group_summary`'s means with their 95% t intervals on rows 0..n-1."""
+def intervals(ax: Axes, summary: pd.DataFrame, size: float, offset: float = 0.0) -> None:
+    """`group_summary`'s means with their 95% t intervals on rows 0..n-1 (shifted by `offset`,
+    below a row's box)."""
     mean = summary["mean"].to_numpy(dtype=float)
     err = np.stack([mean - summary["ci_low"], summary["ci_high"] - mean])
     ax.errorbar(
-        mean, np.arange(len(mean)), xerr=err, fmt="o", color=DATA_COLOR, capsize=4,
+        mean, np.arange(len(mean)) + offset, xerr=err, fmt="o", color=DATA_COLOR, capsize=4,
         markersize=size, linewidth=1.6, label="mean with 95% interval", zorder=5,
     )  # fmt: skip
 

@@ -101,8 +101,7 @@ def distribution(
     marks = round_marks(opened, round)
     ref = fp.parse_reference(reference, "category", ("label", "low", "high"))
     draw = {"bars": _bars, "heatmap": _heatmap, "quantiles": _quantiles, "means": _means}[kind]
-    fig = draw(opened, by, marks, ref)
-    return fig
+    return draw(opened, by, marks, ref)
 
 
 def _bars(bundle: Bundle, by: str, marks: GameMarks, ref: pd.DataFrame | None) -> Figure:
@@ -127,7 +126,8 @@ def _bars(bundle: Bundle, by: str, marks: GameMarks, ref: pd.DataFrame | None) -
                      fontweight="normal", pad=3)  # fmt: skip
         if rows.empty:
             ax.text(0.5, 0.5, "no valid answers", transform=ax.transAxes, ha="center",
-                    color="0.45", fontstyle="italic")  # fmt: skip
+                    va="center", color="0.4", fontstyle="italic", zorder=6,
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})  # fmt: skip
     fp.game_xlim(axes[-1], bundle)
     axes[-1].set_xlabel("guess (whole-number bins)")
     fig.supylabel("share of the category's valid answers", fontsize="medium")
@@ -175,7 +175,10 @@ def _quantiles(bundle: Bundle, by: str, marks: GameMarks, ref: pd.DataFrame | No
     fp.boxes(ax, summary, means=True)
     fp.mark_lines(ax, marks, behind=True)
     names = fp.reference_points(ax, ref, "category", rows)
-    labels = [fp.label(c, n) for c, n in zip(rows, summary["n_valid"], strict=True)]
+    labels = [
+        fp.label(c, valid, n)
+        for c, valid, n in zip(rows, summary["n_valid"], summary["n"], strict=True)
+    ]
     fp.rows_axis(ax, labels + [fp.label(n) for n in names[len(rows) :]])
     fp.game_xlim(ax, bundle)
     ax.set_xlabel("guess")
@@ -194,7 +197,10 @@ def _means(bundle: Bundle, by: str, marks: GameMarks, ref: pd.DataFrame | None) 
         fp.no_answers(ax, i)
     fp.mark_lines(ax, marks, behind=True)
     names = fp.reference_points(ax, ref, "category", rows)
-    labels = [fp.label(c, n) for c, n in zip(rows, summary["n_valid"], strict=True)]
+    labels = [
+        fp.label(c, valid, n)
+        for c, valid, n in zip(rows, summary["n_valid"], summary["n"], strict=True)
+    ]
     fp.rows_axis(ax, labels + [fp.label(n) for n in names[len(rows) :]])
     ax.set_xlabel("mean guess (95% t interval)")
     fp.title(fig, f"Round {marks.round} mean guess by {by}", bundle)
@@ -317,7 +323,7 @@ def compare(
         ax, trend = fig.add_subplot(), None
     both = pd.concat(summaries, ignore_index=True)
     fp.boxes(ax, both, means=False)
-    fp.intervals(ax, both, size=6)
+    fp.intervals(ax, both, size=6, offset=0.3)  # below the box, its line apart from whiskers
     picked = pd.concat(
         [table[(table["label"] == name) & (table["round"] == r)]
          for name, r in zip(labels, chosen, strict=True)]
@@ -340,7 +346,7 @@ def compare(
     equilibria = {float(equilibrium(b.config.game)) for b in opened.values()}
     if len(equilibria) == 1 and np.isfinite(eq := equilibria.pop()):
         ax.axvline(eq, label=f"equilibrium {fp.fmt(eq)}", **MARKS["equilibrium"])
-    names = fp.reference_points(ax, ref, "row", labels)
+    names = fp.reference_points(ax, ref, "row", labels, offset=0.3)  # beside the mean
     rows = [fp.label(f"{name} (round {r})") for name, r in zip(labels, chosen, strict=True)]
     fp.rows_axis(ax, rows + [fp.label(n) for n in names[len(labels) :]])
     ax.set_xlabel("guess")
