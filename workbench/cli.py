@@ -556,6 +556,25 @@ def bench_dummy(
     typer.echo(dummy_bench(n, rounds, latency, seed, chosen, shards))
 
 
+@bench_app.command("plots")
+def bench_plots(
+    n: Annotated[int, typer.Option("-n", help="agents in the bundle")] = 1_000_000,
+    by: Annotated[str, typer.Option(help="persona column to draw by")] = "education",
+    seed: Annotated[int, typer.Option(help="seed")] = 0,
+    folder: Annotated[
+        Path | None, typer.Option(help="where the bundle is built and reused (default: temp)")
+    ] = None,
+    repeats: Annotated[int, typer.Option(help="times each step runs; the best counts")] = 3,
+    baseline_sample: Annotated[
+        int, typer.Option(help="raw values hv.BoxWhisker draws, scaled to n")
+    ] = 100_000,
+) -> None:
+    """The distribution-by-education plot of an N-agent bundle, timed, vs pandas and BoxWhisker."""
+    from workbench.bench.plots import plots_bench
+
+    typer.echo(plots_bench(n, by, seed, folder, repeats, baseline_sample))
+
+
 def main() -> None:
     """Entry point: run the app, turning workbench errors into one line and exit status 2."""
     try:
