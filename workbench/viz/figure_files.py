@@ -118,6 +118,10 @@ def _folder(target: Bundle | str | Path) -> tuple[Path, bool]:
     return path, isinstance(target, Bundle) or (path / MANIFEST).is_file()
 
 
+class _Saving:
+    """The holder of a bundle's writer lock while figures are written into it."""
+
+
 def save_figure(target: Bundle | str | Path, figure: Any, name: str) -> list[Path]:
     """Write `figure` as `<target>/figures/<name>.png` and `.pdf`; the paths written.
 
@@ -130,7 +134,7 @@ def save_figure(target: Bundle | str | Path, figure: Any, name: str) -> list[Pat
     stem = check_name(name)
     folder, is_bundle = _folder(target)
     data = {fmt: figure_bytes(figure, fmt) for fmt in FORMATS}  # rendered before any write
-    holder = object()
+    holder = _Saving()
     try:
         lock = acquire(folder, holder) if is_bundle else None
     except OSError as exc:
