@@ -9,12 +9,15 @@ from workbench.viz.baselines import (
     FINDING_COLUMNS,
     HUMAN_COLUMNS,
     PAPER,
+    PEER_COLUMNS,
+    PEERS,
     PROMPT_MEAN_COLUMNS,
     ROUND_COLUMNS,
     human_baselines,
     paper_findings,
     paper_prompt_means,
     paper_rounds,
+    peer_benchmarks,
 )
 
 TABLES = [
@@ -22,6 +25,7 @@ TABLES = [
     (paper_prompt_means, PROMPT_MEAN_COLUMNS, 24),
     (paper_rounds, ROUND_COLUMNS, 28),
     (paper_findings, FINDING_COLUMNS, 27),
+    (peer_benchmarks, PEER_COLUMNS, 11),
 ]
 
 
@@ -57,3 +61,17 @@ def test_paper_tables() -> None:
     assert (
         tokens["value_text"] == "1.00/155.46/260.80/190.42" and tokens["value"] != tokens["value"]
     )
+
+
+def test_peer_benchmarks() -> None:
+    peers = peer_benchmarks()
+    assert (peers["source"] == PEERS).all()
+    agentscope = peers[peers["system"] == "AgentScope 0.1.1 distributed"]
+    assert agentscope.set_index("agents")["round_seconds"].loc[[1_000, 100_000]].tolist() == [
+        9.5,
+        453.0,
+    ]
+    never = peers[(peers["system"] == "Ray one actor per agent") & (peers["agents"] == 1_000)]
+    assert never["round_seconds"].isna().all() and never["peak_memory_mib"].tolist() == [18800]
+    asyncio_1m = peers[(peers["system"] == "plain asyncio") & (peers["agents"] == 1_000_000)]
+    assert asyncio_1m["round_seconds"].tolist() == [29.0]

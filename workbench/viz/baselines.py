@@ -1,9 +1,11 @@
 """Reference numbers to set runs beside: human subjects' first-round guesses and the paper's.
 
 Copied from the project's reference tables: Camerer, Ho & Chong 2004, QJE 119(3), Table II
-(CHC); Nagel 1995, AER 85(5); Bosch-Domenech et al. 2002, AER 92(5); and Pan et al. 2024,
-arXiv 2407.17789. Every row names its source; each accessor returns a fresh DataFrame. They are
-data for overlays and expected ranges, not targets to tune a run to.
+(CHC); Nagel 1995, AER 85(5); Bosch-Domenech et al. 2002, AER 92(5); Pan et al. 2024,
+arXiv 2407.17789; and the dummy benchmark measured on this project's kind of machine for
+AgentScope, Ray and plain asyncio (`peer_benchmarks`). Every row names its source; each
+accessor returns a fresh DataFrame. They are data for overlays and expected ranges, not targets
+to tune a run to.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ PAPER = "Pan et al. 2024, arXiv 2407.17789"
 """Very Large-Scale Multi-Agent Simulation in AgentScope, the paper the workbench reproduces."""
 
 CHC = "Camerer Ho Chong 2004 Table II"
+PEERS = (
+    "the paper's dummy benchmark (1 s wait, then a random number) measured on a 2-core, "
+    "24 GiB machine of the project's kind (reference peer_benchmarks.csv)"
+)
+"""Where `peer_benchmarks` comes from: not the paper's hardware, the project's."""
 _NAN = math.nan
 
 HUMAN_COLUMNS = ("group", "p", "p_text", "offset", "mean", "sd", "n", "note", "source")
@@ -106,6 +113,26 @@ _FINDINGS: tuple[tuple[str, str, str, str, str], ...] = (
     ("scalability", "dummy 1M agents serial", "days", "12", ""),
     ("scalability", "dummy 1M agents python asyncio", "hours", "8.6", ""),
 )
+
+_PEERS: tuple[tuple, ...] = (
+    # system, agents, configuration, round seconds (nan: none), peak MiB, note
+    ("AgentScope 0.1.1 distributed", 100,
+     "4 agent servers + 1 env server; 32 threads each (paper defaults)", 1.19, 1013, ""),
+    ("AgentScope 0.1.1 distributed", 1_000, "same", 9.5, 1041, ""),
+    ("AgentScope 0.1.1 distributed", 10_000, "same", 89.8, 1260, ""),
+    ("AgentScope 0.1.1 distributed", 10_000, "same; 1024 threads per server", 20.8, 1410, ""),
+    ("AgentScope 0.1.1 distributed", 100_000,
+     "8 agent servers + 1 env server; 1024 threads per server", 453, 3549, ""),
+    ("Ray one actor per agent", 100, "1 actor per agent", 1.11, 4500,
+     "actor creation alone 29.6 s"),
+    ("Ray one actor per agent", 1_000, "1 actor per agent", _NAN, 18800,
+     "never became ready in 420 s"),
+    ("plain asyncio", 10_000, "one process; gather over one coroutine per agent", 1.11, 39, ""),
+    ("plain asyncio", 100_000, "same", 2.6, 187, ""),
+    ("plain asyncio", 1_000_000, "same", 29, 1780, "22.6 to 34 s across runs"),
+    ("Ray 2 async actors", 1_000_000, "one coroutine per agent; half the agents per actor", 20,
+     2600, "19.5 to 24.7 s"),
+)
 # fmt: on
 
 PROMPT_MEAN_COLUMNS = ("model", "prompt", "first_round_mean", "source")
@@ -118,6 +145,12 @@ ROUND_COLUMNS = ("experiment", "model", "prompt", "round", "statistic", "value",
 FINDING_COLUMNS = ("topic", "setting", "statistic", "value", "value_text", "note", "source")
 """Columns of `paper_findings`: value is nan where the paper gives a list, a change or nothing
 ("1.00/155.46/...", "22 -> 5.6"); value_text keeps it as written."""
+
+
+PEER_COLUMNS = (
+    "system", "agents", "configuration", "round_seconds", "peak_memory_mib", "note", "source",
+)  # fmt: skip
+"""Columns of `peer_benchmarks`: round_seconds nan where the run never reached a round."""
 
 
 def _number(text: str) -> float:
@@ -157,3 +190,10 @@ def paper_findings() -> pd.DataFrame:
     """The paper's other single figures (ratios, temperature, tokens, education, scale)."""
     rows = [(t, s, stat, _number(v), v, note, PAPER) for t, s, stat, v, note in _FINDINGS]
     return pd.DataFrame(rows, columns=list(FINDING_COLUMNS))
+
+
+def peer_benchmarks() -> pd.DataFrame:
+    """The paper's dummy benchmark run with AgentScope 0.1.1, Ray (one actor per agent, or two
+    async actors) and plain asyncio on a 2-core machine: reference times for the scale plot."""
+    frame = pd.DataFrame([(*row, PEERS) for row in _PEERS], columns=list(PEER_COLUMNS))
+    return frame.astype({"round_seconds": "float64", "peak_memory_mib": "float64"})
