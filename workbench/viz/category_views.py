@@ -89,7 +89,9 @@ def heatmap_view(
         y1=counts["category"].map(at).astype(float) + 0.5,
         category=counts["category"].astype(str),
     )
-    rects = hv.Rectangles(cells, vdims=["share", "count", "guess", "category"])
+    rects = hv.Rectangles(
+        cells, kdims=["x0", "y0", "x1", "y1"], vdims=["share", "count", "guess", "category"]
+    )
     rects = opts(
         rects,
         color="share",

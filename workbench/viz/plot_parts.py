@@ -67,10 +67,13 @@ def opts(element: Any, **options: Any) -> Any:
             continue
         name = _MPL_NAMES.get(name, name)
         mpl[name] = _MPL_VALUES[name].get(value, value) if name in _MPL_VALUES else value
+    if options.get("line_alpha") == 0:
+        mpl["linewidth"] = 0
     if "size" in mpl:
         mpl["s"] = mpl.pop("size") ** 2
     if "width" in options and "height" in options and not isinstance(element, hv.Layout):
         mpl["aspect"] = options["width"] / options["height"]
+        mpl["fig_size"] = 100 * options["width"] / 300  # matplotlib's default is 300 px wide
     return element.opts(backend="matplotlib", **mpl)
 
 
