@@ -156,18 +156,16 @@ def _start_model_server(log_dir: Path, wait_s: float = 60.0):
     Waits (at most `wait_s`) until GET /v1/models answers; stops the process by its PID after.
     """
     import contextlib
-    import socket
     import subprocess
     import sys
     import time
 
     import httpx
+    from ports import free_port
 
     @contextlib.contextmanager
     def serve():
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+        port = free_port()
         url = f"http://127.0.0.1:{port}/v1"
         command = [sys.executable, "-m", "workbench.cli", "serve-model", "--port", str(port)]
         log_path = log_dir / f"serve-model-{port}.log"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from ports import free_port
 
 VLLM_PYTHON = os.environ.get("VLLM_PYTHON", "")
 VLLM_MODEL_DIR = os.environ.get("VLLM_MODEL_DIR", "")
@@ -44,12 +44,6 @@ OFFLINE_ENV = {
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class VLLMServer:

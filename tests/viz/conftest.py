@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from workbench.game import round_stats
+from workbench.game.rules import FAILED_STATUSES
 from workbench.results import Bundle, BundleWriter
 from workbench.runtime import Simulation
 
@@ -65,7 +66,13 @@ def hand_bundle(make_config, tmp_path: Path) -> Bundle:
     with BundleWriter(tmp_path, config, run_id="hand") as writer:
         writer.write_personas(personas)
         writer.write_responses(1, 0, responses)
-        stats = round_stats(np.array(guesses), np.array(status) == "ok", config.game)
+        statuses = np.array(status)
+        stats = round_stats(
+            np.array(guesses),
+            statuses == "ok",
+            config.game,
+            failed=np.isin(statuses, FAILED_STATUSES),
+        )
         writer.end_round({"round": 1, **stats.as_dict(), "seconds": 0.0})
         writer.finish()
     return Bundle.open(tmp_path / "hand")

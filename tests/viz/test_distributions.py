@@ -158,3 +158,21 @@ def test_group_summary_at_a_million_agents(education_spec, tmp_path) -> None:
     seconds = time.perf_counter() - start
     print(f"\ngroup_summary(by='education') over 1,000,000 agents: {seconds:.2f} s (target < 2 s)")
     assert summary["n_valid"].sum() == 1_000_000
+
+
+def test_the_hand_bundle_verifies(hand_bundle) -> None:
+    from workbench.results import verify_bundle
+
+    assert verify_bundle(hand_bundle.path).ok
+
+
+def test_pair_counts_agree_with_unique_over_pairs_for_small_and_huge_spans() -> None:
+    from workbench.viz.distributions import _pair_counts
+
+    rng = np.random.default_rng(3)
+    for high in (101, 10**9):  # bincount, then np.unique over the keys
+        codes = rng.integers(0, 7, 5000)
+        bins = rng.integers(-5, high, 5000)
+        pairs, counts = np.unique(np.stack([codes, bins]), axis=1, return_counts=True)
+        got = _pair_counts(codes, bins)
+        assert [g.tolist() for g in got] == [pairs[0].tolist(), pairs[1].tolist(), counts.tolist()]

@@ -326,6 +326,23 @@ class Bundle:
         """Every agent's decision in one round (or all rounds), sorted by round then agent_id."""
         return self.responses_table(round_number).to_pandas()
 
+    def figures(self) -> list[Path]:
+        """The files in figures/ (saved plots, e.g. by `viz.figure_files.save_figure`), sorted.
+
+        Figures are not data: the manifest does not list them and verify does not hash them
+        (they are rebuilt from the data, byte for byte). Hidden files (temp files of a write
+        in progress) are left out; a symbolic link is refused (BundleError), never followed.
+        """
+        base = bundle_file(self.path, FIGURES_DIR)
+        found = []
+        for path in walk(base) if base.is_dir() else []:
+            if path.is_symlink():
+                raise is_symlink_error(path)
+            hidden = any(part.startswith(".") for part in path.relative_to(base).parts)
+            if path.is_file() and not hidden:
+                found.append(path)
+        return found
+
     def __repr__(self) -> str:
         return f"Bundle({str(self.path)!r}, status={self.manifest.get('status')!r})"
 

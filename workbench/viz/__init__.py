@@ -4,6 +4,8 @@ trajectories, the cognitive-hierarchy fit and the human baselines.
 `answers` joins one round's answers to a persona column, `stats` holds the pure grouped
 statistics, `distributions` the tidy tables for plots, `hierarchy` the Poisson
 cognitive-hierarchy model and its tau fit, `baselines` the reference numbers with sources.
+`figures` draws the tables as paper-style matplotlib figures and `plots` as interactive
+HoloViews plots (the same functions and arguments); `save_figure` stores either in a bundle.
 viz reads bundles only (never runs a game). The names below load on first use (PEP 562).
 """
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
         round_trajectories,
         tokens_per_response,
     )
+    from workbench.viz.figure_files import save_figure
     from workbench.viz.hierarchy import (
         HUMAN_TAU,
         TauFit,
@@ -48,6 +51,7 @@ _HOMES: dict[str, str] = {
     "guess_counts": "workbench.viz.distributions",
     "round_trajectories": "workbench.viz.distributions",
     "tokens_per_response": "workbench.viz.distributions",
+    "save_figure": "workbench.viz.figure_files",
     "HUMAN_TAU": "workbench.viz.hierarchy",
     "TauFit": "workbench.viz.hierarchy",
     "fit_tau": "workbench.viz.hierarchy",
@@ -74,6 +78,7 @@ __all__ = [
     "poisson_shares",
     "predicted_mean",
     "round_trajectories",
+    "save_figure",
     "tau_from_mean",
     "tokens_per_response",
 ]

@@ -1,0 +1,75 @@
+"""The notebooks as committed: no outputs, a figure sentence first, a papermill parameters cell.
+
+nbval executes them (the README's test command collects notebooks/ with --nbval-lax); this
+file checks how they are stored, so a notebook saved with its outputs or without parameters
+fails here with its name."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+PAPER_NOTEBOOKS = (
+    "01-quickstart",
+    "02-scale",
+    "03-prompts",
+    "04-multi-round",
+    "05-demographics",
+    "06-variants",
+    "07-behavioural-baseline",
+)
+"""One notebook per experiment of Pan et al. (issue 10), in the order the README lists them."""
+
+PARAMETERS = {"model", "base_url", "model_name", "n_agents", "seed", "results"}
+"""Names every parameters cell sets, so `papermill -p n_agents 1000000 -p base_url ...` works."""
+
+
+def notebook_paths() -> list[Path]:
+    return sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def test_every_paper_experiment_has_its_notebook() -> None:
+    assert [p.stem for p in notebook_paths()] == list(PAPER_NOTEBOOKS)
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_committed_without_outputs(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
+    for number, cell in enumerate(notebook.cells, 1):
+        if cell.cell_type != "code" or "keep_output" in cell.metadata.get("tags", []):
+            continue
+        assert cell.outputs == [], f"{path.name} cell {number} has outputs: clear them"
+        assert cell.execution_count is None, f"{path.name} cell {number} has an execution count"
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_opens_with_the_figure_it_regenerates(path: Path) -> None:
+    first = nbformat.read(path, as_version=4).cells[0]
+    assert first.cell_type == "markdown"
+    title, *rest = first.source.strip().splitlines()
+    assert re.match(rf"# {path.stem[:2]} \S", title), f"{path.name}: title '# NN ...' first"
+    assert re.search(r"\b(Figs?\.|figure)", " ".join(rest)), f"{path.name}: name the figure"
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_has_one_papermill_parameters_cell(path: Path) -> None:
+    cells = [
+        cell
+        for cell in nbformat.read(path, as_version=4).cells
+        if "parameters" in cell.metadata.get("tags", [])
+    ]
+    assert len(cells) == 1, f"{path.name}: tag exactly one cell `parameters`"
+    assigned = {
+        target.id
+        for node in ast.parse(cells[0].source).body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    assert PARAMETERS <= assigned, f"{path.name}: parameters lacks {PARAMETERS - assigned}"

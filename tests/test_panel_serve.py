@@ -1,0 +1,56 @@
+"""`panel serve notebooks/01-quickstart.ipynb` serves the quickstart notebook as a page.
+
+A real `panel serve` process on a free 127.0.0.1 port, run in a temporary folder (the notebook
+writes its bundle under results/ there); the page it answers is the notebook's servable
+layout, built by running the notebook (the dashboard issue's browser tests click through it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from ports import free_port
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01-quickstart.ipynb"
+START_TIMEOUT_S = 120.0
+PAGE_TIMEOUT_S = 300.0  # the page runs the notebook: a small game on the embedded model
+
+
+@pytest.mark.slow
+def test_panel_serves_the_quickstart_notebook(tmp_path: Path) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "panel", "serve", str(NOTEBOOK), "--port", str(port),
+               "--address", "127.0.0.1", "--liveness",
+               "--allow-websocket-origin", f"127.0.0.1:{port}"]  # fmt: skip
+    log = (tmp_path / "panel.log").open("w")
+    env = {**os.environ, "PYTHONPATH": str(NOTEBOOK.parent.parent)}
+    server = subprocess.Popen(
+        command, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}/01-quickstart"
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            assert server.poll() is None, (tmp_path / "panel.log").read_text()
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/liveness", timeout=2.0)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "panel serve did not start"
+                time.sleep(0.5)
+        page = httpx.get(url, timeout=PAGE_TIMEOUT_S)
+        assert page.status_code == 200, page.text[:2000]
+        assert "quickstart: 30 agents, 2 rounds, model embedded" in page.text
+        bundles = [p for p in (tmp_path / "results" / "01-quickstart").iterdir() if p.is_dir()]
+        assert len(bundles) == 1 and (bundles[0] / "figures" / "histogram.png").is_file()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+        log.close()
