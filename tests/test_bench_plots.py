@@ -26,7 +26,7 @@ def test_bench_plots_names_its_steps_and_ratios(tmp_path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("plots benchmark: 2,000 agents (paper-education, level_k)")
     assert lines[1].startswith("bundle: built in ")
-    rows = {line[:72].strip(): line[72:].split() for line in lines[4:-3]}
+    rows = {line[:76].strip(): line[76:].split() for line in lines[4:-3]}
     assert tuple(rows) == STEPS
     assert all(float(seconds) >= 0 for row in rows.values() for seconds in row)
     assert float(rows["distribution quantiles: build + render"][2]) > 0  # browser KiB

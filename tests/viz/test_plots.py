@@ -41,8 +41,9 @@ def _elements(obj: hv.core.Dimensioned, kind: type) -> list:
 
 
 def _markers(obj) -> dict[str, float]:
-    """{label: x} of the plot's marker lines."""
-    return {v.label: float(v.dimension_values(0)[0]) for v in _elements(obj, hv.VLines)}
+    """{label: x} of the plot's marker lines (VLines with hover and legend, or plain VLine)."""
+    lines = {v.label: float(v.dimension_values(0)[0]) for v in _elements(obj, hv.VLines)}
+    return lines | {v.label: float(v.data) for v in _elements(obj, hv.VLine)}
 
 
 def _rendered(obj, caplog) -> object:
@@ -114,6 +115,11 @@ def test_heatmap_cells_are_guess_counts(hand_bundle, caplog) -> None:
     assert figure.yaxis[0].major_label_overrides == {
         3: "high school", 2: "bachelor's degree", 1: "master's degree", 0: "doctoral degree"
     }  # fmt: skip
+    quads = figure.renderers[0].data_source.data  # what bokeh draws: cell g spans [g, g + 1)
+    assert list(zip(quads["left"], quads["right"], quads["bottom"], quads["top"], strict=True)) == [
+        (10, 11, 2.5, 3.5), (20, 21, 2.5, 3.5), (40, 41, 2.5, 3.5), (75, 76, 2.5, 3.5),
+        (3, 4, 0.5, 1.5),
+    ]  # fmt: skip
 
 
 def test_quantile_boxes_are_group_summarys_quantiles(hand_bundle, caplog) -> None:
@@ -131,7 +137,12 @@ def test_quantile_boxes_are_group_summarys_quantiles(hand_bundle, caplog) -> Non
         np.array([[30, 30], [3.45, 3.45]])
     )
     assert _markers(plot) == pytest.approx({"target": hand_bundle.rounds()["target"].iloc[0]})
-    _rendered(plot, caplog)
+    figure = _rendered(plot, caplog)
+    drawn = next(r.data_source.data for r in figure.renderers if type(r.glyph).__name__ == "Quad")
+    assert list(zip(drawn["left"], drawn["right"], drawn["bottom"], drawn["top"], strict=True)) == [
+        pytest.approx((17.5, 48.875, 2.7, 3.3)),
+        pytest.approx((3.225, 3.675, 0.7, 1.3)),
+    ]  # the boxes span q1..q3 on their category's row
 
 
 def test_means_and_intervals_are_group_summarys(level_k, caplog) -> None:

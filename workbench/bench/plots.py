@@ -178,11 +178,11 @@ def plots_bench(
         f"first and best of {repeats}",
         f"bundle: {made}",
         f"import holoviews + bokeh backend + viz.plots: {imported:.2f} s (once per process)",
-        f"{'step':<72} {'first s':>8} {'best s':>8} {'browser KiB':>12}",
+        f"{'step':<76} {'first s':>8} {'best s':>8} {'browser KiB':>12}",
     ]
     for name, first_s, best_s, kib in rows:
         shown = f"{kib:>12.1f}" if kib is not None else f"{'':>12}"
-        lines.append(f"{name:<72} {first_s:>8.3f} {best_s:>8.3f} {shown}")
+        lines.append(f"{name:<76} {first_s:>8.3f} {best_s:>8.3f} {shown}")
     lines += [
         f"ratio group_summary vs pandas describe: {pandas_s / summary_s:.2f}x "
         "(pandas s / group_summary s)",

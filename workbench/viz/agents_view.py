@@ -24,6 +24,9 @@ RASTERIZE_ABOVE = 100_000
 PREVIOUS = "previous_guess"
 """The column of each agent's valid guess in the round before."""
 
+LABELS = {PREVIOUS: "guess in the round before", "latency_s": "latency (s)"}
+"""Axis labels of the columns whose names are not words."""
+
 ANSWER_COLUMNS: tuple[str, ...] = ("guess", "latency_s", "prompt_tokens", "completion_tokens")
 """The numeric per-answer columns a view can use."""
 
@@ -35,7 +38,8 @@ def agents(bundle: BundleLike, x: str, y: str, round: int | None = None) -> hv.E
     bundle = as_bundle(bundle)
     number = resolve_round(bundle, round)
     frame = agent_values(bundle, [x, y], number)
-    points = hv.Points(frame, kdims=[x, y], vdims=["agent_id"])
+    dims = [hv.Dimension(c, label=LABELS.get(c, c)) for c in (x, y)]
+    points = hv.Points(frame, kdims=dims, vdims=["agent_id"])
     title = f"{bundle.run_id}: round {number}, {len(frame):,} agents"
     if len(frame) > RASTERIZE_ABOVE:
         from holoviews.operation.datashader import rasterize

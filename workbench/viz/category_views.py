@@ -19,6 +19,7 @@ from workbench.viz.plot_parts import (
     WIDTH,
     category_axis,
     marker_lines,
+    marker_spans,
     opts,
     positions,
     reference_points,
@@ -63,12 +64,12 @@ def bars_view(
         if reference is not None:
             mine = reference[reference["category"] == category]
             markers |= {f"{r.label}": r.mean for r in mine.itertuples()}
-        panels[category] = opts(hv.Overlay([bars, *marker_lines(markers)]), show_legend=False)
+        panel = hv.Overlay([bars, *marker_spans(markers)])
+        panels[category] = opts(panel, width=WIDTH // 3 + 40, height=HEIGHT * 2 // 3)
     layout = hv.NdLayout(panels, kdims=[by], sort=False).cols(min(3, max(len(panels), 1)))
-    title = f"{bundle.run_id}: round {counts.attrs['round']} by {by} (share of each group)"
-    return opts(layout, title=title).map(
-        lambda o: opts(o, width=WIDTH // 3 + 40, height=HEIGHT * 2 // 3), hv.Overlay
-    )
+    lines = "red line: target" + (", black: reference means" if reference is not None else "")
+    title = f"{bundle.run_id}: round {counts.attrs['round']} by {by}, share of each group ({lines})"
+    return opts(layout, title=title)
 
 
 def heatmap_view(
@@ -88,7 +89,9 @@ def heatmap_view(
         y1=counts["category"].map(at).astype(float) + 0.5,
         category=counts["category"].astype(str),
     )
-    rects = hv.Rectangles(cells, vdims=["share", "count", "guess", "category"])
+    rects = hv.Rectangles(
+        cells, kdims=["x0", "y0", "x1", "y1"], vdims=["share", "count", "guess", "category"]
+    )
     rects = opts(
         rects,
         color="share",

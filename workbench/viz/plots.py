@@ -5,7 +5,9 @@ Every number drawn comes from the viz tables (`guess_counts`, `group_summary`,
 million agents cost what the tables cost and the browser gets a few hundred glyphs. Quantile
 boxes are drawn from the exact quantiles (whiskers to min and max), never from raw values, so no
 outlier list is sent. `agents` (in `agents_view`) is the one per-agent view, rasterized with
-datashader past RASTERIZE_ABOVE points. In a notebook run `hv.extension("bokeh")` once.
+datashader past `agents_view.RASTERIZE_ABOVE` points. In a notebook run `hv.extension("bokeh")`
+once; `hv.extension("bokeh", "matplotlib")` also gives each plot matplotlib options, so a copy
+saved with `save_figure` keeps its titles, ticks and colours.
 """
 
 from __future__ import annotations
