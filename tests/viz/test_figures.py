@@ -355,3 +355,17 @@ def test_distribution_by_education_at_a_million_agents(education_spec, tmp_path)
         print(f"\ndistribution(by='education', kind={kind!r}) over 1,000,000 agents: "
               f"{seconds:.2f} s (target < 2 s)")  # fmt: skip
         assert isinstance(fig, Figure)
+
+
+def test_scale_lines_are_the_seconds_measured_and_the_references() -> None:
+    seconds = pd.DataFrame({"local": [1.0, 1.2], "ray": [1.1, 1.3]}, index=[1_000, 10_000])
+    peers = pd.DataFrame(
+        {"system": ["agentscope"] * 2, "agents": [1_000, 10_000], "round_seconds": [5.0, 45.0]}
+    )
+    fig = figures.scale(seconds, peers, paper_seconds=40.0, latency=1.0)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    assert list(lines["this run: ray"].get_ydata()) == [1.1, 1.3]
+    assert list(lines["2 cores: agentscope"].get_ydata()) == [5.0, 45.0]
+    assert list(lines["each agent's wait, 1 s"].get_ydata()) == [1.0, 1.0]
+    with pytest.raises(ValueError, match="one row per agent count"):
+        figures.scale(pd.DataFrame())

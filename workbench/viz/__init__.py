@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         paper_findings,
         paper_prompt_means,
         paper_rounds,
+        peer_benchmarks,
     )
     from workbench.viz.distributions import (
         compare_bundles,
@@ -46,6 +47,7 @@ _HOMES: dict[str, str] = {
     "paper_findings": "workbench.viz.baselines",
     "paper_prompt_means": "workbench.viz.baselines",
     "paper_rounds": "workbench.viz.baselines",
+    "peer_benchmarks": "workbench.viz.baselines",
     "compare_bundles": "workbench.viz.distributions",
     "group_summary": "workbench.viz.distributions",
     "guess_counts": "workbench.viz.distributions",
@@ -75,6 +77,7 @@ __all__ = [
     "paper_findings",
     "paper_prompt_means",
     "paper_rounds",
+    "peer_benchmarks",
     "poisson_shares",
     "predicted_mean",
     "round_trajectories",

@@ -406,3 +406,51 @@ def tokens(bundles: Bundles) -> Figure:
     if len(rounds) > 1:
         fp.legend(fig, axes[:1])
     return fig
+
+
+# --------------------------------------------------------------------------- scale
+
+
+@fp.styled
+def scale(
+    seconds: pd.DataFrame,
+    reference: pd.DataFrame | None = None,
+    *,
+    paper_seconds: float | None = None,
+    latency: float | None = None,
+) -> Figure:
+    """Seconds per round against agents (log-log), the paper's Fig. 5: `seconds` has one row
+    per agent count (its index) and a column per configuration measured (asyncio, local, ray);
+    `reference` rows (system, agents, round_seconds) are other systems' times, `paper_seconds`
+    the paper's 1M-agent time and `latency` each dummy agent's wait (the floor)."""
+    if seconds.empty:
+        raise ValueError("seconds: give one row per agent count and a column per configuration")
+    fig = fp.new_figure(5.2)
+    ax = fig.add_subplot()
+    palette = sns.color_palette("colorblind", len(seconds.columns) + 4)
+    for color, configuration in zip(palette, seconds.columns, strict=False):
+        ax.plot(seconds.index, seconds[configuration], marker="o", linewidth=2, color=color,
+                label=f"this run: {configuration}")  # fmt: skip
+    if reference is not None:
+        markers = iter("sD^vP" * 4)
+        systems = reference.dropna(subset=["round_seconds"]).groupby("system", sort=False)
+        for color, (system, rows) in zip(palette[len(seconds.columns) :], systems, strict=False):
+            fastest = rows.groupby("agents")["round_seconds"].min()
+            ax.plot(fastest.index, fastest.values, linestyle=":", marker=next(markers),
+                    markerfacecolor="none", color=color, label=f"2 cores: {system}")  # fmt: skip
+            ax.plot(rows["agents"], rows["round_seconds"], linestyle="none", marker="_",
+                    color=color)  # fmt: skip
+    if paper_seconds is not None:
+        ax.axhline(paper_seconds, color="0.15", linestyle="--", linewidth=1)
+        label = f"paper: 1M agents, {paper_seconds:g} s, 4 nodes x 64 cores"
+        ax.plot([1_000_000], [paper_seconds], linestyle="none", marker="*", markersize=14,
+                color="0.15", label=label)  # fmt: skip
+    if latency is not None:
+        ax.axhline(latency, color="0.6", linewidth=1, label=f"each agent's wait, {latency:g} s")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("agents")
+    ax.set_ylabel("seconds per round")
+    ax.set_title("Dummy benchmark: seconds per round")
+    fig.legend(loc="outside lower center", ncols=2, fontsize="x-small")
+    return fig
