@@ -79,4 +79,6 @@ def test_bundles_compare_shows_only_the_keys_that_differ(base, tmp_path: Path) -
     assert "statistic  mean target n_valid  mean target n_valid" in out
     assert out.splitlines()[0] == f"b1: {paths[0]} (complete)"
     single = in_process(["bundles", "compare", paths[0]], cwd=tmp_path)
-    assert_user_error(single, "compare: give two or more bundles, got 1")
+    assert_user_error(
+        single, "compare: give two or more bundles (a list, or a mapping label: bundle), got 1"
+    )

@@ -249,6 +249,9 @@ def test_compare_rows_are_each_bundles_round(make_config, tmp_path) -> None:
     assert two_thirds.get_ydata() == pytest.approx(runs["p = 2/3"].rounds()["mean"].to_numpy())
     with pytest.raises(ValueError, match=r"no round 2; rounds: \[1\]"):
         figures.compare(runs, round=2)
+    sourced = reference.assign(source=["human pool", "paper"])
+    legend = figures.compare(runs, reference=sourced).legends[0]
+    assert {"human pool", "paper"} <= {text.get_text() for text in legend.get_texts()}
 
 
 def test_compare_labels_a_list_by_run_id(level_k) -> None:

@@ -7,41 +7,26 @@ Both functions take bundles (or their paths) as a list, labelled by run id, or a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
 from workbench.experiment.grid import flatten
 from workbench.results import Bundle
+from workbench.viz.answers import Bundles
+from workbench.viz.answers import labelled as viz_labelled
 
 if TYPE_CHECKING:
     import pandas as pd
 
-BundleLike = Bundle | str | Path
-Bundles = Sequence[BundleLike] | Mapping[str, BundleLike]
 
 ROUND_STATS: tuple[str, ...] = ("mean", "target", "n_valid")
 """The round statistics `compare_rounds` lines up by default."""
 
 
 def labelled(bundles: Bundles) -> dict[str, Bundle]:
-    """{label: opened bundle}: a mapping's own labels, else run ids (`#2` after a repeat).
-
-    ConfigError for fewer than two bundles; BundleError for one that is not a bundle.
-    """
-    items = list(bundles.items()) if isinstance(bundles, Mapping) else [(None, b) for b in bundles]
-    if len(items) < 2:
-        raise ConfigError(f"compare: give two or more bundles, got {len(items)}")
-    out: dict[str, Bundle] = {}
-    for label, given in items:
-        bundle = given if isinstance(given, Bundle) else Bundle.open(given)
-        name = str(label) if label is not None else bundle.run_id
-        number = 2
-        while name in out:
-            name, number = f"{label or bundle.run_id}#{number}", number + 1
-        out[name] = bundle
-    return out
+    """{label: opened bundle} of two or more bundles, labelled as the viz plots label them."""
+    return viz_labelled(bundles, minimum=2, where="compare")
 
 
 def _shown(value: Any) -> Any:

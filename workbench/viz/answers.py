@@ -7,6 +7,7 @@ numpy (`bincount`, one sort) and stay exact and cheap at a million agents.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,36 @@ class Answers:
 def as_bundle(bundle: BundleLike) -> Bundle:
     """A Bundle from a Bundle or a bundle path."""
     return bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
+
+
+Bundles = Mapping[str, BundleLike] | Sequence[BundleLike] | BundleLike
+"""Several bundles: a mapping label -> bundle, a sequence (labelled by run id), or one."""
+
+
+def labelled(bundles: Bundles, minimum: int = 1, where: str = "bundles") -> dict[str, Bundle]:
+    """{label: opened bundle}: a mapping's own labels, else run ids (`#2` after a repeat).
+
+    One bundle (or its path) is a list of one. ConfigError (naming `where`) for fewer than
+    `minimum` bundles; BundleError for one that is not a bundle.
+    """
+    if isinstance(bundles, Bundle | str) or hasattr(bundles, "__fspath__"):
+        bundles = [bundles]  # type: ignore[list-item]
+    items = list(bundles.items()) if isinstance(bundles, Mapping) else [(None, b) for b in bundles]
+    if len(items) < minimum:
+        wanted = "one" if minimum == 1 else "two" if minimum == 2 else str(minimum)
+        raise ConfigError(
+            f"{where}: give {wanted} or more bundles (a list, or a mapping label: bundle), "
+            f"got {len(items)}"
+        )
+    out: dict[str, Bundle] = {}
+    for label, given in items:
+        bundle = as_bundle(given)
+        name = str(label) if label is not None else bundle.run_id
+        number = 2
+        while name in out:
+            name, number = f"{label or bundle.run_id}#{number}", number + 1
+        out[name] = bundle
+    return out
 
 
 def rounds_played(bundle: Bundle) -> list[int]:

@@ -12,7 +12,6 @@ and they render with Agg anywhere. Each shows itself in Jupyter as a PNG without
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +22,7 @@ from matplotlib.figure import Figure
 from workbench.game.rules import equilibrium
 from workbench.results import Bundle
 from workbench.viz import figure_parts as fp
-from workbench.viz.answers import BundleLike, as_bundle
+from workbench.viz.answers import BundleLike, Bundles, as_bundle, labelled
 from workbench.viz.distributions import (
     compare_bundles,
     group_summary,
@@ -271,28 +270,6 @@ def trajectories(
 
 # --------------------------------------------------------------------------- several bundles
 
-Bundles = BundleLike | Sequence[BundleLike] | Mapping[str, BundleLike]
-"""One bundle, several (labelled by run id), or a mapping {label: bundle}."""
-
-
-def labelled(bundles: Bundles) -> dict[str, Bundle]:
-    """{label: opened bundle}: a mapping's own labels, else run ids (`#2` after a repeat), as
-    `workbench.experiment.compare` labels them. ValueError when there is no bundle."""
-    if isinstance(bundles, Bundle | str) or hasattr(bundles, "__fspath__"):
-        bundles = [bundles]  # type: ignore[list-item]
-    items = list(bundles.items()) if isinstance(bundles, Mapping) else [(None, b) for b in bundles]
-    if not items:
-        raise ValueError("bundles: give one or more bundles (or a mapping label -> bundle)")
-    out: dict[str, Bundle] = {}
-    for label, given in items:
-        bundle = as_bundle(given)
-        name = str(label) if label is not None else bundle.run_id
-        number = 2
-        while name in out:
-            name, number = f"{label or bundle.run_id}#{number}", number + 1
-        out[name] = bundle
-    return out
-
 
 @fp.styled
 def compare(
@@ -302,19 +279,22 @@ def compare(
     mean with its 95% interval, target and winning number (each bundle's last round when
     `round` is None); beside it the mean per round when any bundle played more than one.
 
-    `reference` (a DataFrame with `label` and `mean`, optional `low`, `high`) adds reference
-    means: on the row of the bundle of that label, else on a row of its own.
+    `reference` (a DataFrame with `label` and `mean`, optional `low`, `high`, and `source`,
+    the legend's name for the markers, "reference" when absent) adds reference means: on the
+    row of the bundle of that label, else on a row of its own.
     """
     opened = labelled(bundles)
     labels = list(opened)
+    sources = None if reference is None or "source" not in reference else reference["source"]
     ref = fp.parse_reference(reference, "label", ("low", "high"))
     if ref is not None:
-        ref = ref.rename(columns={"label": "row"}).assign(label="reference")
+        names = "reference" if sources is None else sources.astype(str).to_numpy()
+        ref = ref.rename(columns={"label": "row"}).assign(label=names)
     summaries = [group_summary(b, round) for b in opened.values()]
     table = compare_bundles(list(opened.values()), labels)
     chosen = [s.attrs["round"] for s in summaries]
     several = table.groupby("label")["round"].nunique().max() > 1
-    n_rows = len(labels) + (0 if ref is None else len(ref))
+    n_rows = len(labels) + (0 if ref is None else len(set(ref["row"].astype(str)) - set(labels)))
     rows_height = 0.9 + 0.5 * n_rows
     fig = fp.new_figure(1.0 + rows_height + (2.8 if several else 0))
     if several:

@@ -18,7 +18,6 @@ import pandas as pd
 
 from workbench.errors import ConfigError
 from workbench.results import Bundle
-from workbench.viz.answers import BundleLike, as_bundle
 from workbench.viz.distributions import round_trajectories
 
 BACKEND = "bokeh"
@@ -181,23 +180,3 @@ def reference_points(
             )
             parts.append(opts(errors, color=REFERENCE_COLOR, line_width=1))
     return parts
-
-
-def labelled_bundles(
-    bundles: Mapping[str, BundleLike] | Sequence[BundleLike] | BundleLike,
-) -> tuple[list[Bundle], list[str]]:
-    """(bundles, labels): a mapping's keys as labels, else each bundle's run id.
-
-    One bundle (or its path) is a list of one. ConfigError for none at all.
-    """
-    if isinstance(bundles, Bundle | str) or hasattr(bundles, "__fspath__"):
-        bundles = [bundles]  # type: ignore[list-item]
-    if isinstance(bundles, Mapping):
-        opened = [as_bundle(b) for b in bundles.values()]
-        labels = [str(k) for k in bundles]
-    else:
-        opened = [as_bundle(b) for b in bundles]
-        labels = [b.run_id for b in opened]
-    if not opened:
-        raise ConfigError("bundles: give one or more bundles (a list, or a mapping label: bundle)")
-    return opened, labels

@@ -12,7 +12,6 @@ saved with `save_figure` keeps its titles, ticks and colours.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import holoviews as hv
@@ -21,7 +20,7 @@ import pandas as pd
 from workbench.errors import ConfigError
 from workbench.game import equilibrium
 from workbench.viz.agents_view import RASTERIZE_ABOVE, agents
-from workbench.viz.answers import BundleLike, as_bundle
+from workbench.viz.answers import BundleLike, Bundles, as_bundle, labelled
 from workbench.viz.category_views import bars_view, binned, heatmap_view, summary_view
 from workbench.viz.distributions import (
     compare_bundles,
@@ -35,7 +34,6 @@ from workbench.viz.plot_parts import (
     WIDTH,
     checked_reference,
     colour,
-    labelled_bundles,
     marker_lines,
     opts,
     round_row,
@@ -54,8 +52,6 @@ __all__ = [
 
 KINDS: tuple[str, ...] = ("bars", "heatmap", "quantiles", "means")
 """The kinds of `distribution`."""
-
-Bundles = Mapping[str, BundleLike] | Sequence[BundleLike]
 
 
 def histogram(bundle: BundleLike, round: int | None = None) -> hv.Overlay:
@@ -162,7 +158,8 @@ def compare(
     """Several bundles side by side: each one's mean (bar), median, target and winning guess in
     `round` (None: each bundle's last round). `bundles` a mapping label: bundle, or a sequence
     labelled by run id; `reference` rows (label, mean) are markers at their label."""
-    opened, labels = labelled_bundles(bundles)
+    named = labelled(bundles)
+    opened, labels = list(named.values()), list(named)
     reference = checked_reference(reference, "label", ())
     table = compare_bundles(opened, labels)
     if round is None:
@@ -200,10 +197,11 @@ def compare(
     )
 
 
-def tokens(bundles: Bundles | BundleLike) -> hv.Bars:
+def tokens(bundles: Bundles) -> hv.Bars:
     """Completion tokens per response, per bundle (and round when any played several), with the
     prompt tokens, median, max and counted answers on hover (behavioural policies record 0)."""
-    opened, labels = labelled_bundles(bundles)
+    named = labelled(bundles)
+    opened, labels = list(named.values()), list(named)
     frames = [tokens_per_response(b).assign(label=n) for b, n in zip(opened, labels, strict=True)]
     table = pd.concat(frames, ignore_index=True)
     several = table["round"].nunique() > 1
