@@ -33,3 +33,10 @@ def test_model_overrides_pick_a_served_model_from_notebook_parameters() -> None:
         ["http://127.0.0.1:9/v1"],
         "qwen",
     )
+
+
+def test_a_mixed_population_added_by_an_override_keeps_its_per_model_statistics() -> None:
+    models = {"cold": {"kind": "embedded", "temperature": 0.0}, "warm": {"kind": "embedded"}}
+    mixed = {"models": models, "model_shares": {"cold": 0.5, "warm": 0.5}}
+    assert wb.configure("quickstart", mixed).game.group_by == "model"
+    assert wb.configure("quickstart", {**mixed, "game.group_by": None}).game.group_by is None

@@ -16,7 +16,7 @@ from typing import Any
 from workbench._examples import example_names, example_path
 from workbench.config import RunConfig, load_run_config, resolve_population, validate
 from workbench.errors import ConfigError
-from workbench.experiment.grid import check_keys, with_overrides
+from workbench.experiment.grid import check_keys, overridable, with_overrides
 
 
 def base_config(base: RunConfig | str | Path) -> tuple[RunConfig, Path | None]:
@@ -42,7 +42,7 @@ def configure(
         check_keys(overrides, "overrides")
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    data = with_overrides(config.model_dump(mode="json"), overrides, "overrides")
+    data = with_overrides(overridable(config), overrides, "overrides")
     return resolve_population(validate(RunConfig, data, "overrides"), base=folder)
 
 

@@ -166,6 +166,12 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def overridable(config: RunConfig) -> dict[str, Any]:
+    """A config's data as overrides start from: only what was set, so defaults that depend on
+    other keys (a mixed population's `game.group_by: model`) still apply after an override."""
+    return config.model_dump(mode="json", exclude_unset=True)
+
+
 def with_overrides(data: dict[str, Any], overrides: Mapping[str, Any], where: str) -> dict:
     """A deep copy of config `data` with each dotted key's value replaced (sections created)."""
     out = copy.deepcopy(data)
@@ -236,7 +242,7 @@ def expand_grid(base: RunConfig, grid: GridSpec, *, base_dir: Path | None = None
     if total > MAX_CELLS:
         raise ConfigError(f"grid: {total:,} cells, more than {MAX_CELLS:,}; split the sweep")
     base = resolve_population(base)
-    data = base.model_dump(mode="json")
+    data = overridable(base)
     cells: list[Cell] = []
     seen: dict[str, int] = {}
     for number, overrides in enumerate(grid_overrides(grid), 1):
