@@ -10,10 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from workbench.config import RunConfig
 from workbench.game import round_stats
 from workbench.game.rules import FAILED_STATUSES
 from workbench.results import Bundle, BundleWriter
 from workbench.runtime import Simulation
+
+LEVEL_K = {"kind": "level_k", "noise_sd": 4.0}
+"""A behavioural policy for the analysis tests: level-k depths with noise (no model)."""
 
 HAND_EDUCATION = ("high school", "master's degree", "doctoral degree")
 """Categories of the hand-made bundle, in order; every doctoral answer is invalid."""
@@ -76,3 +80,17 @@ def hand_bundle(make_config, tmp_path: Path) -> Bundle:
         writer.end_round({"round": 1, **stats.as_dict(), "seconds": 0.0})
         writer.finish()
     return Bundle.open(tmp_path / "hand")
+
+
+@pytest.fixture(scope="session")
+def million_bundle(education_spec, tmp_path_factory: pytest.TempPathFactory) -> Bundle:
+    """One round of 1,000,000 level-k agents of the education population (the benchmarks)."""
+    config = RunConfig(
+        name="million",
+        seed=1,
+        n_agents=1_000_000,
+        population=education_spec,
+        policy=LEVEL_K,
+        backend={"agents_per_shard": 250_000},
+    )
+    return Simulation(config).run(out_dir=tmp_path_factory.mktemp("million"), progress=False)

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.viz.conftest import LEVEL_K
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.runtime import Simulation
@@ -18,8 +19,6 @@ from workbench.viz.distributions import (
     round_trajectories,
     tokens_per_response,
 )
-
-LEVEL_K = {"kind": "level_k", "noise_sd": 4.0}
 
 
 def _joined(bundle, round_number: int) -> pd.DataFrame:
@@ -142,17 +141,9 @@ def test_compare_bundles_lines_up_rounds(make_config, tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_group_summary_at_a_million_agents(education_spec, tmp_path) -> None:
+def test_group_summary_at_a_million_agents(million_bundle) -> None:
     """Benchmark (printed, not asserted): group_summary by education over 1M agents."""
-    config = RunConfig(
-        name="million",
-        seed=1,
-        n_agents=1_000_000,
-        population=education_spec,
-        policy=LEVEL_K,
-        backend={"agents_per_shard": 250_000},
-    )
-    bundle = Simulation(config).run(out_dir=tmp_path, progress=False)
+    bundle = million_bundle
     start = time.perf_counter()
     summary = group_summary(bundle, by="education")
     seconds = time.perf_counter() - start

@@ -11,13 +11,12 @@ import sys
 import pytest
 from matplotlib.figure import Figure
 
+from tests.viz.conftest import LEVEL_K
 from workbench.errors import BundleError, BundleLockedError
 from workbench.results import Bundle, BundleWriter, verify_bundle
 from workbench.results.layout import LOCK_FILE, MANIFEST
 from workbench.viz import figures
 from workbench.viz.figure_files import figure_bytes, save_figure
-
-LEVEL_K = {"kind": "level_k", "noise_sd": 4.0}
 
 
 @pytest.fixture

@@ -13,8 +13,7 @@ from matplotlib.collections import QuadMesh
 from matplotlib.container import BarContainer, ErrorbarContainer
 from matplotlib.figure import Figure
 
-from tests.viz.conftest import HAND_EDUCATION
-from workbench.config import RunConfig
+from tests.viz.conftest import HAND_EDUCATION, LEVEL_K
 from workbench.errors import ConfigError
 from workbench.runtime import Simulation
 from workbench.viz import figures
@@ -25,8 +24,6 @@ from workbench.viz.distributions import (
     round_trajectories,
     tokens_per_response,
 )
-
-LEVEL_K = {"kind": "level_k", "noise_sd": 4.0}
 
 
 @pytest.fixture
@@ -340,17 +337,9 @@ def test_figures_leave_no_global_state(hand_bundle) -> None:
 
 
 @pytest.mark.slow
-def test_distribution_by_education_at_a_million_agents(education_spec, tmp_path) -> None:
+def test_distribution_by_education_at_a_million_agents(million_bundle) -> None:
     """Benchmark (printed, not asserted): each kind of distribution by education over 1M."""
-    config = RunConfig(
-        name="million",
-        seed=1,
-        n_agents=1_000_000,
-        population=education_spec,
-        policy=LEVEL_K,
-        backend={"agents_per_shard": 250_000},
-    )
-    bundle = Simulation(config).run(out_dir=tmp_path, progress=False)
+    bundle = million_bundle
     for kind in figures.KINDS:
         start = time.perf_counter()
         fig = figures.distribution(bundle, "education", kind=kind)

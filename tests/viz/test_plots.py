@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.viz.conftest import LEVEL_K
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.runtime import Simulation
@@ -21,7 +22,6 @@ from workbench.viz.distributions import (
     tokens_per_response,
 )
 
-LEVEL_K = {"kind": "level_k", "noise_sd": 4.0}
 EDUCATION = ("elementary school", "high school", "bachelor's degree", "master's degree",
              "doctoral degree")  # fmt: skip
 REFERENCE = pd.DataFrame(
