@@ -390,7 +390,7 @@ def personas_sample(
         with pd.option_context("display.max_colwidth", 120):
             typer.echo(personas.head(show).to_string(index=False))
     if out is not None:
-        from workbench.results.bundle import write_frame
+        from workbench.results.writer import write_frame
 
         write_frame(personas, out)
         typer.echo(f"wrote {len(personas)} personas to {out}")

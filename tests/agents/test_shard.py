@@ -6,7 +6,7 @@ import pytest
 from workbench.agents.shard import AgentShard, RoundContext, decisions_table, split_into_shards
 from workbench.config import GameSpec
 from workbench.results import RESPONSE_SCHEMA
-from workbench.results.bundle import response_table
+from workbench.results.layout import response_table
 
 
 def personas(n: int, start: int = 0) -> pd.DataFrame:

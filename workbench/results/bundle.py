@@ -5,8 +5,9 @@ afterwards is never mistaken for data. While the run is live (no file list yet) 
 takes what is there. A symbolic link inside a bundle is refused, never followed. Every
 Parquet file is readable with pandas, pyarrow, polars or duckdb alone.
 
-This module is also the old import path of the whole bundle API: the format's names
-(`layout`), the writer (`writer`) and `redact` are re-exported here.
+This module is also the old import path of the format's names (`layout`) and `redact`, which
+are re-exported here; the writer's names live in `workbench.results.writer` (the writer reads
+bundles, so the reader does not import it back).
 """
 
 from __future__ import annotations
@@ -61,18 +62,6 @@ LIST_COLUMNS: tuple[str, ...] = (
     "path",
 )
 """Columns of `list_bundles`' table."""
-
-_WRITER_NAMES = ("BundleWriter", "new_run_id", "write_frame")
-
-
-def __getattr__(name: str) -> Any:
-    """The writer's names, from their old home (imported late: the writer reads bundles)."""
-    if name in _WRITER_NAMES:
-        from workbench.results import writer
-
-        return getattr(writer, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 def _not_a_bundle(path: Path, why: str) -> BundleError:
     return BundleError(f"{path / MANIFEST}: not a result bundle ({why})")
