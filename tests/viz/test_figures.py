@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from tests.viz.conftest import HAND_EDUCATION, LEVEL_K
 from workbench.errors import ConfigError
 from workbench.runtime import Simulation
+from workbench.viz import figure_parts as fp
 from workbench.viz import figures
 from workbench.viz.distributions import (
     compare_bundles,
@@ -75,7 +76,10 @@ def test_histogram_bars_are_guess_counts_and_marks_the_round(level_k) -> None:
     assert "equilibrium 0" in labels
     assert ax.get_xlabel().startswith("guess") and ax.get_ylabel() == "agents"
     assert ax.get_xlim() == (0.0, 101.0)
-    assert fig.get_suptitle().startswith(f"Round 1 guesses · {level_k.run_id}")
+    assert fig.get_suptitle() == f"Round 1 guesses\n{level_k.run_id}"
+    cell = "style-step_by_step__ratio-51_100__famous_game_note-true__seed-1-b86de72e"
+    short = fp.short_run_id(cell)
+    assert len(short) == fp.RUN_ID_WIDTH and short == f"{cell[:38]}…{cell[-17:]}"
 
 
 def test_histogram_defaults_to_the_last_round(level_k) -> None:

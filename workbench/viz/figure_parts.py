@@ -291,11 +291,22 @@ def game_xlim(ax: Axes, bundle: Bundle) -> None:
     ax.set_xlim(game.low, np.floor(game.high) + 1)
 
 
+RUN_ID_WIDTH = 56
+"""Most characters of a run id in a title: a sweep cell's long id keeps its start and hash."""
+
+
+def short_run_id(run_id: str, width: int = RUN_ID_WIDTH) -> str:
+    """`run_id`, or its start and its last 17 characters (the hash) joined by an ellipsis."""
+    return run_id if len(run_id) <= width else f"{run_id[: width - 18]}…{run_id[-17:]}"
+
+
 def title(fig: Figure, text: str, bundle: Bundle | None = None) -> None:
-    """The figure's title, flush left and wrapped, naming the bundle's run id."""
-    full = text if bundle is None else f"{text} · {bundle.run_id}"
-    fig.suptitle(textwrap.fill(full, 64), x=0.01, ha="left", fontweight="bold",
-                 fontsize="large")  # fmt: skip
+    """The figure's title, flush left and wrapped, then the bundle's run id on a line of its
+    own (shortened in the middle when long), so a sweep cell's id never runs off the figure."""
+    full = textwrap.fill(text, 64)
+    if bundle is not None:
+        full = f"{full}\n{short_run_id(bundle.run_id)}"
+    fig.suptitle(full, x=0.01, ha="left", fontweight="bold", fontsize="large")
 
 
 def legend(fig: Figure, axes: Iterable[Axes], *, loc: str = "outside lower center") -> None:
