@@ -172,20 +172,21 @@ class PersonaPreview(pn.viewable.Viewer):
         self.writer_failed = False
         try:
             model_spec = self.model_spec or persona_model_spec(self.model, self.model_name)
-            model = _ErrorsSeen(make_model(model_spec))
+            model = make_model(model_spec)
             params = sampling_params(model_spec)
+            seen = [_ErrorsSeen(model) for _ in range(len(agents))]  # one per agent: its errors
             tasks = [
                 asyncio.ensure_future(
-                    generate_personas(agents.iloc[[i]], spec, model, seed=seed, params=params)
+                    self._write_one(agents.iloc[[i]], spec, seen[i], seed, params)
                 )
                 for i in range(len(agents))
             ]
             for done in asyncio.as_completed(tasks):
-                frame = await done
-                self.backgrounds = [*self.backgrounds, self._background(frame, model)]
+                self.backgrounds = [*self.backgrounds, await done]
             written = sum(b["source"] == "llm" for b in self.backgrounds)
-            if model.errors:
-                self.writer_message = f"the model failed: {model.errors[0]}"
+            errors = [error for one in seen for error in one.errors]
+            if errors:
+                self.writer_message = f"the model failed: {errors[0]}"
                 self.writer_failed = True
             else:
                 self.writer_message = f"{written} of {len(agents)} backgrounds from the model"
@@ -197,7 +198,15 @@ class PersonaPreview(pn.viewable.Viewer):
             self.writing = False
 
     @staticmethod
-    def _background(frame: pd.DataFrame, model: _ErrorsSeen) -> dict[str, Any]:
+    async def _write_one(
+        agent: pd.DataFrame,
+        spec: PopulationSpec,
+        model: _ErrorsSeen,
+        seed: int,
+        params: SamplingParams,
+    ) -> dict[str, Any]:
+        """One agent's background: {agent_id, persona, source, error (the model's, or None)}."""
+        frame = await generate_personas(agent, spec, model, seed=seed, params=params)
         row = frame.iloc[0]
         source = str(row["persona_source"])
         return {
@@ -260,9 +269,7 @@ class PersonaPreview(pn.viewable.Viewer):
             self.counts, disabled=True, show_index=False, pagination="remote", page_size=50
         )
         cards = [
-            pn.Card(
-                pn.pane.Str(str(row["persona"])), title=f"agent {row['agent_id']}", width=300
-            )
+            pn.Card(pn.pane.Str(str(row["persona"])), title=f"agent {row['agent_id']}", width=300)
             for _, row in personas.head(self.n_cards).iterrows()
         ]
         return pn.Column(

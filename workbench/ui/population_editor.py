@@ -258,8 +258,7 @@ class PopulationEditor(pn.viewable.Viewer):
         if self.auto_normalize:
             if not 0 <= share <= 1:
                 raise ConfigError(
-                    f"dimension {dimension!r}: share of {category!r} must be in [0, 1], "
-                    f"got {share}"
+                    f"dimension {dimension!r}: share of {category!r} must be in [0, 1], got {share}"
                 )
             _rescale_others(table, category, share)
         else:
