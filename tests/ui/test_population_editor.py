@@ -120,6 +120,10 @@ def test_yaml_round_trip_equals_the_file(editor, tmp_path) -> None:
     assert editor.source == str(EDUCATION)
     written = editor.save(tmp_path / "edu.yaml")
     assert load_population_spec(written) == load_population_spec(EDUCATION)
+    editor.path = str(tmp_path / "button.yaml")
+    editor._act(editor._save_action)  # what the Save button does
+    assert editor.action_message == f"saved to {tmp_path / 'button.yaml'}"
+    assert load_population_spec(tmp_path / "button.yaml") == editor.spec
 
     other = PopulationEditor()
     other.load(PROFESSION)  # shares written as fractions like 1/6

@@ -162,6 +162,8 @@ class PersonaPreview(pn.viewable.Viewer):
     async def write_backgrounds(self) -> None:
         """Let the model write backgrounds for the first `n_backgrounds` agents, one request
         each, appended to `backgrounds` as each arrives; errors go to `writer_message`."""
+        if self.writing:  # one writer at a time: the button is disabled meanwhile
+            return
         if self.personas is None or self.spec is None:
             self.writer_message = f"nothing to write for: {self.message}"
             self.writer_failed = True
@@ -233,7 +235,9 @@ class PersonaPreview(pn.viewable.Viewer):
         """Sample controls, message, counts, the paged table, cards and the writer."""
         regenerate = pn.widgets.Button(label="Regenerate with a new seed", variant="outline")
         regenerate.on_click(lambda _: self.regenerate())
-        write = pn.widgets.Button(label="Write backgrounds", color="primary")
+        write = pn.widgets.Button(
+            label="Write backgrounds", color="primary", disabled=self.param.writing
+        )
         write.on_click(self._on_write)  # async: awaited on the event loop, never blocking
         writer = pn.Column(
             pn.pane.Markdown("### LLM-written backgrounds"),

@@ -357,12 +357,11 @@ class PopulationEditor(pn.viewable.Viewer):
 
     def _act(self, action: Callable[..., Any], *args: Any) -> None:
         """Run an edit for a widget: its ConfigError goes to `action_message`, not a traceback."""
+        self.action_message = ""
         try:
             action(*args)
         except ConfigError as exc:
             self.action_message = str(exc)
-        else:
-            self.action_message = ""
 
     # ---- the page ---------------------------------------------------------------------------
 
