@@ -19,7 +19,8 @@ from workbench.config import PopulationSpec, RunConfig
 from workbench.population import sample_population
 from workbench.results import Bundle, BundleWriter
 from workbench.runtime import Simulation
-from workbench.ui.results_explorer import ResultsExplorer, model_label
+from workbench.ui.results_data import model_label
+from workbench.ui.results_explorer import ResultsExplorer
 from workbench.viz import plots
 
 # bokeh 3.9.2's ColumnDataSource.from_df (every Tabulator page) calls

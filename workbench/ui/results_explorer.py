@@ -26,137 +26,26 @@ import holoviews as hv
 import pandas as pd
 import panel as pn
 import param
-import pyarrow as pa
-import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 
 from workbench.errors import BundleError, WorkbenchError
 from workbench.experiment.compare import config_differences
-from workbench.experiment.grid import flatten
-from workbench.results import Bundle, VerifyReport, list_bundles, verify_bundle
-from workbench.results.layout import MANIFEST, PERSONAS_FILE, bundle_file
+from workbench.results import Bundle, VerifyReport, verify_bundle
+from workbench.ui.results_data import (
+    BUNDLE_COLUMNS,
+    FORMATS,
+    TABLES,
+    bundle_rows,
+    bundle_table,
+    group_columns,
+    provenance,
+    table_bytes,
+)
 from workbench.viz import plots
 
-__all__ = [
-    "BUNDLE_COLUMNS",
-    "FORMATS",
-    "PROVENANCE_KEYS",
-    "TABLES",
-    "ResultsExplorer",
-    "bundle_rows",
-    "group_columns",
-    "model_label",
-    "table_bytes",
-]
-
-TABLES: tuple[str, ...] = ("responses", "rounds", "personas")
-"""The bundle tables shown and downloadable (each a `Bundle` method of that name)."""
-
-FORMATS: tuple[str, ...] = ("csv", "parquet")
-"""The download formats."""
-
-BUNDLE_COLUMNS: tuple[str, ...] = (
-    "run_id",
-    "status",
-    "model",
-    "n_agents",
-    "rounds_done",
-    "created_at",
-    "path",
-)
-"""Columns of the picker's table: `list_bundles`' columns with the model that answered."""
-
-PROVENANCE_KEYS: tuple[str, ...] = (
-    "status",
-    "error",
-    "created_at",
-    "finished_at",
-    "seeds",
-    "model",
-    "versions",
-    "backend",
-    "host",
-)
-"""The manifest entries shown as provenance, in order (nested ones flattened to dotted keys)."""
-
-NOT_GROUPS = frozenset({"agent_id", "persona"})
-"""Persona columns that are not categories: the id and the persona's text."""
+__all__ = ["PAGE_SIZES", "ResultsExplorer"]
 
 PAGE_SIZES = (10, 25, 50, 100)
-
-
-# --------------------------------------------------------------------------- pure parts
-
-
-def model_label(model: dict[str, Any]) -> str:
-    """A short name of what answered, from a manifest's `model` entry: the model's name, the
-    baseline policy, or the engine ("?" when the manifest records nothing)."""
-    if model.get("name"):
-        return str(model["name"])
-    if model.get("policy"):
-        return f"{model['policy']} (policy)"
-    return str(model.get("engine") or "?")
-
-
-def bundle_rows(root: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
-    """The bundles under `root` (BUNDLE_COLUMNS, oldest first) and the damaged ones.
-
-    The second value maps each sub-folder that has a manifest.json but cannot be read as a
-    bundle to why (the BundleError's line); folders without a manifest are not bundles and are
-    left out silently.
-    """
-    listed = list_bundles(root)
-    models = []
-    for path in listed["path"]:
-        try:
-            models.append(model_label(Bundle.open(path).model))
-        except BundleError:
-            models.append("?")
-    rows = listed.assign(model=models)[list(BUNDLE_COLUMNS)]
-    damaged: dict[str, str] = {}
-    root = Path(root)
-    seen = set(listed["path"])
-    for path in sorted(root.iterdir()) if root.is_dir() else []:
-        if str(path) in seen or not (path / MANIFEST).exists() or path.name.startswith("."):
-            continue
-        try:
-            bundle = Bundle.open(path)
-            bundle.run_id, bundle.status, bundle.created_at  # noqa: B018 - what list_bundles reads
-            damaged[path.name] = "the manifest cannot be listed"
-        except BundleError as exc:
-            damaged[path.name] = str(exc)
-    return rows, damaged
-
-
-def group_columns(bundle: Bundle) -> list[str]:
-    """The persona columns a distribution can be grouped by (all but the id and the text);
-    read from the Parquet schema, so a million personas cost nothing here."""
-    file = bundle_file(bundle.path, PERSONAS_FILE)
-    try:
-        names = pq.read_schema(file).names
-    except (OSError, pa.ArrowException) as exc:
-        raise BundleError(f"{file}: cannot read the personas' columns ({exc})") from None
-    return [n for n in names if n not in NOT_GROUPS]
-
-
-def _table(bundle: Bundle, name: str) -> pd.DataFrame:
-    """The bundle's table `name` (one of TABLES), as its reader gives it."""
-    if name not in TABLES:
-        raise ValueError(f"table must be one of {list(TABLES)}, got {name!r}")
-    return getattr(bundle, name)()
-
-
-def table_bytes(table: pd.DataFrame, fmt: str) -> bytes:
-    """A table as the bytes of a CSV (header, no index) or Parquet file, written by Arrow."""
-    arrow = pa.Table.from_pandas(table, preserve_index=False)
-    sink = io.BytesIO()
-    if fmt == "csv":
-        pa_csv.write_csv(arrow, sink)
-    elif fmt == "parquet":
-        pq.write_table(arrow, sink)
-    else:
-        raise ValueError(f"fmt must be one of {list(FORMATS)}, got {fmt!r}")
-    return sink.getvalue()
+"""The choices of rows per page."""
 
 
 def _alert(text: str, kind: str = "warning") -> pn.pane.Alert:
@@ -350,19 +239,15 @@ class ResultsExplorer(pn.viewable.Viewer):
         return config_differences(self._compared_bundles()).reset_index()
 
     def provenance(self) -> pd.DataFrame:
-        """What the chosen bundle's manifest records about how it was made (PROVENANCE_KEYS,
-        nested entries as dotted keys: seeds.run, versions.numpy, model.file_sha256, ...)."""
-        manifest = self.bundle().manifest
-        picked = {k: manifest[k] for k in PROVENANCE_KEYS if k in manifest}
-        rows = [(key, "" if v is None else str(v)) for key, v in flatten(picked).items()]
-        return pd.DataFrame(rows, columns=["key", "value"])
+        """What the chosen bundle's manifest records about how it was made (see `provenance`)."""
+        return provenance(self.bundle())
 
     def table_frame(self, name: str | None = None) -> pd.DataFrame:
         """The chosen bundle's table `name` (default `table`), read once per bundle."""
         name = name or self.table
         key = (str(self.run_id), name)
         if key not in self._tables:
-            self._tables[key] = _table(self.bundle(), name)
+            self._tables[key] = bundle_table(self.bundle(), name)
         return self._tables[key]
 
     def download(self, fmt: str, name: str | None = None) -> io.BytesIO:
