@@ -184,6 +184,32 @@ def test_workbench_run_plays_the_cell_and_shows_the_bundle(shell: Any, tmp_path:
     assert htmls == [bundle._repr_html_()]
 
 
+def test_an_interrupt_cancels_the_run_and_shows_its_bundle(
+    shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel's stop button (SIGINT in the main thread) cancels the run on its thread."""
+    import threading
+
+    import workbench.ui.jupyter as jupyter
+
+    shown: list[Any] = []
+    monkeypatch.setattr(jupyter, "display", lambda obj, **kw: shown.append(obj))
+    slow = LEVEL_K_CELL.replace("rounds: 2", "rounds: 50").replace(
+        "kind: level_k", "kind: random\n  latency_s: 0.2"
+    )
+    timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        run_cell(shell, f"--out {tmp_path / 'out'} --var played", slow)
+    finally:
+        timer.cancel()
+    bundle = shell.user_ns["played"]
+    assert shown[0] is bundle and bundle.status == "cancelled"
+    assert 0 < bundle.rounds_count < 50
+    problems = verify_bundle(bundle.path).problems
+    assert len(problems) == 1 and problems[0].startswith("incomplete: status is cancelled")
+
+
 def test_workbench_run_writes_under_the_configs_output_dir(shell: Any, tmp_path: Path) -> None:
     run_cell(shell, "--var played", LEVEL_K_CELL)
     assert shell.user_ns["played"].path.parent.resolve() == (tmp_path / "results").resolve()
@@ -203,6 +229,37 @@ def test_workbench_run_draws_a_histogram_when_holoviews_is_loaded(
     assert isinstance(shown[0], Bundle) and isinstance(shown[1], hv.Overlay)
     bars = shown[1].get(0)
     assert int(bars.dimension_values("count").sum()) == 24  # every agent's guess is a bar
+
+
+@pytest.mark.slow
+def test_the_magic_runs_in_a_real_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """nbclient runs a notebook that loads the extension, runs a cell config and shows it."""
+    import nbclient
+    import nbformat
+
+    (tmp_path / "personas").mkdir()
+    shutil.copy(EDUCATION_YAML, tmp_path / "personas" / "edu.yaml")
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    new = nbformat.v4.new_code_cell
+    nb = nbformat.v4.new_notebook()
+    sources = [
+        "%load_ext workbench.ui.jupyter",
+        "import holoviews as hv\nhv.extension('bokeh')",
+        "%%workbench_run --out out --var played\n" + LEVEL_K_CELL,
+        "print(played.status, played.rounds_count)",
+        "%%workbench_run\nname: [x\n",
+    ]
+    nb.cells = [new(source) for source in sources]
+    nbclient.NotebookClient(
+        nb, timeout=240, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    run, status, error = (cell.outputs for cell in nb.cells[2:])
+    kinds = [sorted(o.get("data", {})) for o in run]
+    assert ["text/html", "text/plain"] in kinds  # the bundle's view
+    assert any("application/vnd.holoviews_exec.v0+json" in k for k in kinds)  # the histogram
+    assert status[0]["text"] == "complete 2\n"
+    assert error[0]["data"]["text/plain"].startswith("ConfigError: %%workbench_run cell: not valid")
+    assert len(list((tmp_path / "out").iterdir())) == 1
 
 
 @pytest.mark.parametrize(
