@@ -286,6 +286,14 @@ def test_a_bad_config_shows_its_error_line_and_writes_nothing(
     assert "played" not in shell.user_ns
 
 
+def test_a_bad_var_name_is_a_usage_error(shell: Any, tmp_path: Path) -> None:
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="--var '2x': give a Python variable name"):
+        run_cell(shell, f"--out {tmp_path / 'out'} --var 2x", LEVEL_K_CELL)
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_cell_loader_gives_the_file_loaders_messages(tmp_path: Path) -> None:
     text = "name: x\nname: y\n"
     (tmp_path / "c.yaml").write_text(text)

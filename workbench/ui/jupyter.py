@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
@@ -151,6 +152,8 @@ class WorkbenchMagics(Magics):
     def workbench_run(self, line: str, cell: str) -> None:
         """Run the YAML run config in this cell with progress and show its bundle."""
         args = parse_argstring(self.workbench_run, line)
+        if args.var is not None and not args.var.isidentifier():
+            raise UsageError(f"--var {args.var!r}: give a Python variable name, e.g. --var bundle")
         bundle = run_cell(cell, args.out)
         if bundle is not None and args.var:
             self.shell.user_ns[args.var] = bundle
