@@ -189,6 +189,12 @@ class PopulationSpec(StrictModel):
                 )
         return self
 
+    def _repr_html_(self) -> str:
+        """A small table for notebooks: dimensions, categories, shares, conditioning."""
+        from workbench.config.html import population_html
+
+        return population_html(self)
+
     def dimension(self, name: str) -> DimensionSpec:
         """The dimension called `name`; ConfigError naming the known ones otherwise."""
         for dim in self.dimensions:

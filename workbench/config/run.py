@@ -163,6 +163,12 @@ class RunConfig(StrictModel):
     def _path_as_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, Path) else value
 
+    def _repr_html_(self) -> str:
+        """A few lines for notebooks: name, N, population, game, policy, model, backend."""
+        from workbench.config.html import run_config_html
+
+        return run_config_html(self)
+
     def with_base_urls(self, urls: Sequence[str], where: str = "base_urls") -> RunConfig:
         """This config with its model reached at `urls` (a restarted server on a new port).
 

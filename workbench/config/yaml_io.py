@@ -101,23 +101,31 @@ def parse_yaml(text: str) -> Any:
         raise YAMLDepthError() from None
 
 
+def read_yaml_text(text: str, source: str) -> Any:
+    """Safe-load YAML text (a notebook cell, an upload); ConfigError starting with `source`
+    for text that is not YAML or nests without end, as `read_yaml` says it for a file."""
+    try:
+        return parse_yaml(text)
+    except YAMLDepthError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(
+            f"{source}: not valid YAML{where}: {getattr(exc, 'problem', exc)}"
+        ) from None
+
+
 def read_yaml(path: str | Path) -> Any:
     """Safe-load a YAML file; ConfigError for a missing, unparsable or runaway-nested file."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: file not found; check the path")
     try:
-        return parse_yaml(path.read_text(encoding="utf-8"))
-    except YAMLDepthError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(
-            f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}"
-        ) from None
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a UTF-8 text file") from None
+    return read_yaml_text(text, str(path))
 
 
 def _check_depth(data: Any) -> None:
@@ -164,6 +172,18 @@ def load_run_config(path: str | Path) -> RunConfig:
     path = Path(path)
     config = validate(RunConfig, read_yaml(path), str(path))
     return resolve_population(config, base=path.parent, source=str(path))
+
+
+def parse_run_config(text: str, source: str = "<text>", base: Path | None = None) -> RunConfig:
+    """A run config from YAML text; a population path is loaded relative to `base` (then the
+    current directory). ConfigError starting with `source`, as `load_run_config` for a file."""
+    config = validate(RunConfig, read_yaml_text(text, source), source)
+    return resolve_population(config, base=base, source=source)
+
+
+def parse_population_spec(text: str, source: str = "<text>") -> PopulationSpec:
+    """A population spec from YAML text; ConfigError starting with `source` otherwise."""
+    return validate(PopulationSpec, read_yaml_text(text, source), source)
 
 
 def resolve_population(

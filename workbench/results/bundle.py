@@ -332,6 +332,12 @@ class Bundle:
                 found.append(path)
         return found
 
+    def _repr_html_(self) -> str:
+        """A small view for notebooks from the manifest alone (never the responses)."""
+        from workbench.results.html import bundle_html
+
+        return bundle_html(self)
+
     def __repr__(self) -> str:
         return f"Bundle({str(self.path)!r}, status={self.manifest.get('status')!r})"
 

@@ -1,0 +1,294 @@
+"""ResultsExplorer on real bundles: the picker, the plots, compare, downloads, verify, messages."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import logging
+import shutil
+from pathlib import Path
+
+import holoviews as hv
+import pandas as pd
+import panel as pn
+import pyarrow.parquet as pq
+import pytest
+
+from workbench.config import PopulationSpec, RunConfig
+from workbench.population import sample_population
+from workbench.results import Bundle, BundleWriter
+from workbench.runtime import Simulation
+from workbench.ui.results_data import model_label
+from workbench.ui.results_explorer import ResultsExplorer
+from workbench.viz import plots
+
+# bokeh 3.9.2's ColumnDataSource.from_df (every Tabulator page) calls
+# DataFrame.reset_index(inplace=True), deprecated in pandas 3.1; nothing of ours to fix
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:The inplace keyword in DataFrame.reset_index:"
+    "pandas.errors.Pandas4Warning:bokeh.models.sources"
+)
+
+LEVEL_K = {"kind": "level_k", "noise_sd": 4.0}
+
+
+def _config(spec: PopulationSpec, name: str, seed: int, ratio: float) -> RunConfig:
+    return RunConfig.model_validate(
+        {
+            "name": name,
+            "seed": seed,
+            "n_agents": 60,
+            "population": spec.model_dump(mode="json"),
+            "game": {"rounds": 2, "ratio": ratio},
+            "policy": LEVEL_K,
+            "backend": {"agents_per_shard": 20},
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def results(education_spec, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A results folder with two real level-k runs, "alpha" (seed 1, ratio 2/3) then "beta"
+    (seed 2, ratio 1/2), written by Simulation."""
+    root = tmp_path_factory.mktemp("results")
+    for name, seed, ratio in (("alpha", 1, 2 / 3), ("beta", 2, 0.5)):
+        Simulation(_config(education_spec, name, seed, ratio)).run(out_dir=root, progress=False)
+    return root
+
+
+@pytest.fixture
+def copied(results: Path, tmp_path: Path) -> Path:
+    """A copy of the results folder that a test may damage."""
+    return Path(shutil.copytree(results, tmp_path / "results"))
+
+
+def _bundles(root: Path) -> dict[str, Bundle]:
+    """{config name: bundle} of the folder's bundles."""
+    opened = [Bundle.open(p) for p in sorted(root.iterdir()) if p.is_dir()]
+    return {b.config.name: b for b in opened}
+
+
+def _data(obj: hv.core.Dimensioned) -> list[pd.DataFrame]:
+    """The data of every element in a plot object, in drawing order."""
+    return [e.dframe() for e in obj.traverse(lambda x: x, [hv.Element])]
+
+
+def _alerts(view) -> list[str]:
+    """The texts of the Alert panes a view returned."""
+    panes = view.select(pn.pane.Alert) if hasattr(view, "select") else []
+    return [p.object for p in panes]
+
+
+def test_the_picker_lists_the_bundles_with_their_status_model_and_size(results) -> None:
+    explorer = ResultsExplorer(results_dir=str(results))
+    table = explorer.bundles
+    bundles = _bundles(results)
+    assert list(table["run_id"]) == [bundles["alpha"].run_id, bundles["beta"].run_id]
+    assert list(table["status"]) == ["complete", "complete"]
+    assert list(table["model"]) == ["level_k (policy)"] * 2
+    assert list(table["n_agents"]) == [60, 60] and list(table["rounds_done"]) == [2, 2]
+    assert list(explorer.param.run_id.objects) == list(table["run_id"])
+    assert explorer.run_id == bundles["beta"].run_id  # the newest is shown first
+    assert explorer.param.by.objects == ["gender", "education"] and explorer.by == "education"
+    assert explorer.param.round.objects == [1, 2] and explorer.round == 2
+    assert explorer.damaged == {}
+
+
+def test_model_label_names_the_model_the_policy_or_the_engine() -> None:
+    assert model_label({"engine": "llama.cpp", "name": "SmolLM2-135M"}) == "SmolLM2-135M"
+    assert model_label({"engine": "none", "policy": "level_k"}) == "level_k (policy)"
+    assert model_label({"engine": "replay"}) == "replay" and model_label({}) == "?"
+
+
+@pytest.mark.parametrize("kind", ["bars", "means"])
+def test_a_chosen_bundle_and_group_by_give_viz_distribution(results, kind) -> None:
+    bundles = _bundles(results)
+    explorer = ResultsExplorer(results_dir=str(results))
+    explorer.param.update(run_id=bundles["alpha"].run_id, by="gender", round=1, kind=kind)
+    drawn = explorer.distribution_plot()
+    expected = plots.distribution(bundles["alpha"], "gender", 1, kind)
+    assert type(drawn) is type(expected)
+    for got, want in zip(_data(drawn), _data(expected), strict=True):
+        pd.testing.assert_frame_equal(got, want)
+    assert any(len(frame) for frame in _data(drawn))
+    view = explorer.distribution_view()
+    assert isinstance(view, pn.pane.HoloViews)
+    for got, want in zip(_data(view.object), _data(expected), strict=True):
+        pd.testing.assert_frame_equal(got, want)
+
+
+def test_histogram_and_trajectories_are_the_chosen_bundles(results) -> None:
+    bundles = _bundles(results)
+    explorer = ResultsExplorer(results_dir=str(results), trajectories_by_group=True)
+    explorer.param.update(run_id=bundles["alpha"].run_id, round=1, by="education")
+    for got, want in (
+        (explorer.histogram_plot(), plots.histogram(bundles["alpha"], 1)),
+        (explorer.trajectories_plot(), plots.trajectories(bundles["alpha"], "education")),
+    ):
+        for a, b in zip(_data(got), _data(want), strict=True):
+            pd.testing.assert_frame_equal(a, b)
+
+
+def test_compare_shows_only_the_config_keys_that_differ(results) -> None:
+    bundles = _bundles(results)
+    explorer = ResultsExplorer(results_dir=str(results))
+    assert _alerts(explorer.compare_view()) == ["choose two or more bundles to compare"]
+    alpha, beta = bundles["alpha"].run_id, bundles["beta"].run_id
+    explorer.compared = [alpha, beta]
+    differences = explorer.differences().set_index("key")
+    assert set(differences.index) == {"name", "seed", "game.ratio"}
+    assert differences.loc["game.ratio"].tolist() == [2 / 3, 0.5]
+    assert differences.loc["seed"].tolist() == [1, 2]
+    drawn = explorer.compare_plot()
+    (bars,) = [e for e in drawn.traverse(lambda x: x, [hv.Bars])]
+    means = {b.run_id: b.rounds()["mean"].iloc[-1] for b in bundles.values()}
+    assert (
+        dict(zip(bars.dimension_values("label"), bars.dimension_values("guess"), strict=True))
+        == means
+    )
+    view = explorer.compare_view()
+    (table,) = view.select(pn.pane.DataFrame)
+    assert list(table.object["key"]) == list(differences.index)
+
+
+def test_provenance_is_what_the_manifest_records(results) -> None:
+    bundle = _bundles(results)["beta"]
+    explorer = ResultsExplorer(results_dir=str(results))
+    shown = explorer.provenance().set_index("key")["value"]
+    assert shown["seeds.run"] == "2" and shown["model.policy"] == "level_k"
+    assert shown["versions.pandas"] == bundle.manifest["versions"]["pandas"]
+    assert shown["status"] == "complete" and "backend.kind" in shown.index
+
+
+@pytest.mark.parametrize("name", ["responses", "rounds", "personas"])
+def test_downloads_are_the_bundles_tables(results, name) -> None:
+    bundle = _bundles(results)["beta"]
+    explorer = ResultsExplorer(results_dir=str(results), table=name)
+    expected = getattr(bundle, name)()
+    parquet = pd.read_parquet(io.BytesIO(explorer.download("parquet").getvalue()))
+    pd.testing.assert_frame_equal(parquet, expected)
+    csv = pd.read_csv(io.BytesIO(explorer.download("csv").getvalue()))
+    pd.testing.assert_frame_equal(csv, expected, check_dtype=False, check_categorical=False)
+
+
+def test_the_download_buttons_send_the_tables_bytes(results) -> None:
+    bundle = _bundles(results)["beta"]
+    explorer = ResultsExplorer(results_dir=str(results), table="responses")
+    page = explorer.__panel__()
+    downloads = {d.label: d for d in page.select(pn.widgets.FileDownload)}
+    assert set(downloads) == {"CSV", "PARQUET"}
+    parquet = downloads["PARQUET"]
+    assert parquet.filename == f"{bundle.run_id}-responses.parquet" and not parquet.disabled
+    parquet._clicks += 1  # what a click in the browser does
+    data = base64.b64decode(parquet.data.split(",", 1)[1])
+    pd.testing.assert_frame_equal(pd.read_parquet(io.BytesIO(data)), bundle.responses())
+    explorer.table = "rounds"
+    parquet._clicks += 1
+    assert parquet.filename == f"{bundle.run_id}-rounds.parquet"
+    data = base64.b64decode(parquet.data.split(",", 1)[1])
+    pd.testing.assert_frame_equal(pd.read_parquet(io.BytesIO(data)), bundle.rounds())
+
+
+def test_the_table_is_paged_remotely(results) -> None:
+    explorer = ResultsExplorer(results_dir=str(results), page_size=10, table="responses")
+    page = explorer.__panel__()
+    table = [t for t in page.select(pn.widgets.Tabulator) if "guess" in t.value.columns]
+    (table,) = table
+    assert table.pagination == "remote" and table.page_size == 10 and len(table.value) == 120
+    model = table.get_root()
+    assert len(model.source.data["guess"]) == 10  # one page reaches the browser
+    explorer.page_size = 25
+    assert table.page_size == 25
+
+
+def test_verify_shows_ok_then_the_problem_of_a_tampered_rounds_file(copied) -> None:
+    explorer = ResultsExplorer(results_dir=str(copied))
+    report = asyncio.run(explorer.verify())
+    assert report.ok and explorer.report is report
+    assert [a.alert_type for a in explorer.report_view().select(pn.pane.Alert)] == ["success"]
+    rounds = Bundle.open(explorer.bundle().path).path / "rounds.parquet"
+    table = pq.read_table(rounds).to_pandas()
+    table.loc[0, "mean"] += 1.0
+    table.to_parquet(rounds, index=False)
+    report = asyncio.run(explorer.verify())
+    assert not report.ok
+    assert any(p.startswith("rounds.parquet") for p in report.problems), report.problems
+    view = explorer.report_view()
+    assert view.alert_type == "danger" and "rounds.parquet" in view.object
+
+
+def test_an_empty_or_missing_folder_shows_a_message(tmp_path) -> None:
+    explorer = ResultsExplorer(results_dir=str(tmp_path))
+    assert explorer.bundles.empty and explorer.run_id is None
+    (message,) = _alerts(explorer.status_view())
+    assert "no bundles here yet" in message
+    assert "no bundles here yet" in _alerts(explorer.histogram_view())[0]
+    explorer.results_dir = str(tmp_path / "nowhere")
+    assert "no such folder" in _alerts(explorer.status_view())[0]
+    assert asyncio.run(explorer.verify()) is None
+    explorer.__panel__().get_root()
+
+
+def test_a_broken_bundle_shows_messages_never_a_traceback(copied) -> None:
+    bundles = _bundles(copied)
+    (copied / "junk").mkdir()
+    (copied / "junk" / "manifest.json").write_text("{not json")
+    beta = bundles["beta"].path
+    (beta / "personas.parquet").unlink()
+    (beta / "rounds.parquet").write_bytes(b"not parquet")
+    explorer = ResultsExplorer(results_dir=str(copied))
+    assert list(explorer.damaged) == ["junk"] and "invalid JSON" in explorer.damaged["junk"]
+    assert any("junk: not readable" in a for a in _alerts(explorer.status_view()))
+    assert explorer.run_id == bundles["beta"].run_id and explorer.by is None
+    for view in (
+        explorer.histogram_view,
+        explorer.distribution_view,
+        explorer.trajectories_view,
+    ):
+        (message,) = _alerts(view())
+        assert "parquet" in message or "group by" in message, message
+    explorer.table = "personas"
+    assert "personas.parquet" in _alerts(explorer.table_message())[0]
+    page = explorer.__panel__()
+    assert all(d.disabled for d in page.select(pn.widgets.FileDownload))
+    page.get_root()
+
+
+def test_a_refresh_lists_a_new_run(results, copied, education_spec) -> None:
+    explorer = ResultsExplorer(results_dir=str(copied))
+    Simulation(_config(education_spec, "gamma", 3, 0.5)).run(out_dir=copied, progress=False)
+    assert len(explorer.bundles) == 2
+    chosen = explorer.run_id
+    explorer.refresh()
+    assert len(explorer.bundles) == 3 and explorer.run_id == chosen  # the choice stays
+    assert len(explorer.param.compared.objects) == 3
+
+
+def test_the_page_builds_and_renders_every_tab_without_warnings(results, caplog) -> None:
+    explorer = ResultsExplorer(results_dir=str(results))
+    explorer.compared = list(explorer.bundles["run_id"])
+    page = explorer.__panel__()
+    with caplog.at_level(logging.WARNING):
+        root = page.get_root()
+        (tabs,) = page.select(pn.Tabs)
+        for index in range(1, len(tabs)):
+            tabs.active = index
+        explorer.param.update(kind="heatmap", by="gender")
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert root is not None
+
+
+def test_a_run_still_going_says_so_until_its_first_round(education_spec, tmp_path) -> None:
+    config = _config(education_spec, "live", 4, 0.5)
+    with BundleWriter(tmp_path, config, run_id="live") as writer:
+        writer.write_personas(sample_population(education_spec, config.n_agents, 4))
+        explorer = ResultsExplorer(results_dir=str(tmp_path))
+        assert list(explorer.bundles["status"]) == ["running"] and explorer.round is None
+        assert _alerts(explorer.status_view()) == [
+            "live is running (or stopped before it finished)"
+        ]
+        for view in (explorer.histogram_view, explorer.distribution_view):
+            assert _alerts(view()) == ["live: no finished round yet (running); refresh after one"]
+        assert explorer.by == "education"  # the personas are there already
+        explorer.__panel__().get_root()

@@ -1,0 +1,29 @@
+"""Panel components of the workbench: each a `pn.viewable.Viewer` with documented params,
+shown inline in a notebook, as an ipywidget (`pn.ipywidget(...)`) or served by the dashboard.
+
+`population_editor` edits a population spec (dimensions, shares, conditioning, N, seed, YAML),
+`persona_preview` samples it (a paged table, counts against the shares, persona cards and
+LLM-written backgrounds). The names below load on first use (PEP 562), so importing the package
+does not import Panel.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from workbench._lazy import lazy_face
+
+if TYPE_CHECKING:
+    from workbench.ui.persona_preview import PersonaPreview, persona_model_spec
+    from workbench.ui.population_editor import PopulationEditor
+
+_HOMES: dict[str, str] = {
+    "PersonaPreview": "workbench.ui.persona_preview",
+    "persona_model_spec": "workbench.ui.persona_preview",
+    "PopulationEditor": "workbench.ui.population_editor",
+}
+
+__all__ = ["PersonaPreview", "PopulationEditor", "persona_model_spec"]
+
+
+__getattr__, __dir__ = lazy_face(__name__, _HOMES, globals())

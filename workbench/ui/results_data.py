@@ -1,0 +1,150 @@
+"""What the ResultsExplorer reads from bundles: the folder's listing (with the model that
+answered and the damaged folders), the persona columns to group by, the manifest's provenance,
+and a table as the bytes of a CSV or Parquet file.
+
+Pure functions of bundles on disk (no Panel), so the explorer's state is testable on its own
+and the same reads serve a notebook.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from workbench.errors import BundleError
+from workbench.experiment.grid import flatten
+from workbench.results import Bundle, list_bundles
+from workbench.results.layout import MANIFEST, PERSONAS_FILE, bundle_file
+
+__all__ = [
+    "BUNDLE_COLUMNS",
+    "FORMATS",
+    "PROVENANCE_KEYS",
+    "TABLES",
+    "bundle_rows",
+    "bundle_table",
+    "group_columns",
+    "model_label",
+    "provenance",
+    "table_bytes",
+]
+
+TABLES: tuple[str, ...] = ("responses", "rounds", "personas")
+"""The bundle tables shown and downloadable (each a `Bundle` method of that name)."""
+
+FORMATS: tuple[str, ...] = ("csv", "parquet")
+"""The download formats."""
+
+BUNDLE_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "status",
+    "model",
+    "n_agents",
+    "rounds_done",
+    "created_at",
+    "path",
+)
+"""Columns of the picker's table: `list_bundles`' columns with the model that answered."""
+
+PROVENANCE_KEYS: tuple[str, ...] = (
+    "status",
+    "error",
+    "created_at",
+    "finished_at",
+    "seeds",
+    "model",
+    "versions",
+    "backend",
+    "host",
+)
+"""The manifest entries shown as provenance, in order (nested ones flattened to dotted keys)."""
+
+NOT_GROUPS = frozenset({"agent_id", "persona"})
+"""Persona columns that are not categories: the id and the persona's text."""
+
+
+def model_label(model: dict[str, Any]) -> str:
+    """A short name of what answered, from a manifest's `model` entry: the model's name, the
+    baseline policy, or the engine ("?" when the manifest records nothing)."""
+    if model.get("name"):
+        return str(model["name"])
+    if model.get("policy"):
+        return f"{model['policy']} (policy)"
+    return str(model.get("engine") or "?")
+
+
+def bundle_rows(root: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The bundles under `root` (BUNDLE_COLUMNS, oldest first) and the damaged ones.
+
+    The second value maps each sub-folder that has a manifest.json but cannot be read as a
+    bundle to why (the BundleError's line); folders without a manifest are not bundles and are
+    left out silently.
+    """
+    listed = list_bundles(root)
+    models = []
+    for path in listed["path"]:
+        try:
+            models.append(model_label(Bundle.open(path).model))
+        except BundleError:
+            models.append("?")
+    rows = listed.assign(model=models)[list(BUNDLE_COLUMNS)]
+    damaged: dict[str, str] = {}
+    root = Path(root)
+    seen = set(listed["path"])
+    for path in sorted(root.iterdir()) if root.is_dir() else []:
+        if str(path) in seen or not (path / MANIFEST).exists() or path.name.startswith("."):
+            continue
+        try:
+            bundle = Bundle.open(path)
+            bundle.run_id, bundle.status, bundle.created_at  # noqa: B018 - what list_bundles reads
+            damaged[path.name] = "the manifest cannot be listed"
+        except BundleError as exc:
+            damaged[path.name] = str(exc)
+    return rows, damaged
+
+
+def group_columns(bundle: Bundle) -> list[str]:
+    """The persona columns a distribution can be grouped by (all but the id and the text);
+    read from the Parquet schema, so a million personas cost nothing here."""
+    file = bundle_file(bundle.path, PERSONAS_FILE)
+    try:
+        names = pq.read_schema(file).names
+    except (OSError, pa.ArrowException) as exc:
+        raise BundleError(f"{file}: cannot read the personas' columns ({exc})") from None
+    return [n for n in names if n not in NOT_GROUPS]
+
+
+def provenance(bundle: Bundle) -> pd.DataFrame:
+    """What a bundle's manifest records about how it was made: PROVENANCE_KEYS as (key, value)
+    rows, nested entries as dotted keys (seeds.run, versions.numpy, model.file_sha256, ...);
+    entries the manifest leaves empty are left out."""
+    manifest = bundle.manifest
+    picked = {k: manifest[k] for k in PROVENANCE_KEYS if manifest.get(k) is not None}
+    rows = [(key, "" if v is None else str(v)) for key, v in flatten(picked).items()]
+    return pd.DataFrame(rows, columns=["key", "value"])
+
+
+def bundle_table(bundle: Bundle, name: str) -> pd.DataFrame:
+    """The bundle's table `name` (one of TABLES), as its reader gives it."""
+    if name not in TABLES:
+        raise ValueError(f"table must be one of {list(TABLES)}, got {name!r}")
+    return getattr(bundle, name)()
+
+
+def table_bytes(table: pd.DataFrame, fmt: str) -> bytes:
+    """A table as the bytes of a CSV (header, no index) or Parquet file, written by Arrow."""
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    sink = io.BytesIO()
+    if fmt == "csv":
+        pa_csv.write_csv(arrow, sink)
+    elif fmt == "parquet":
+        pq.write_table(arrow, sink)
+    else:
+        raise ValueError(f"fmt must be one of {list(FORMATS)}, got {fmt!r}")
+    return sink.getvalue()
