@@ -47,6 +47,9 @@ _EXPORTS: dict[str, str] = {
     "sweep": "workbench.experiment",
     "configure": "workbench.experiment",
     "model_overrides": "workbench.experiment",
+    # IPython: `%load_ext workbench` (not in __all__)
+    "load_ipython_extension": "workbench.ui.jupyter",
+    "unload_ipython_extension": "workbench.ui.jupyter",
 }
 """Public name -> the module that defines it."""
 

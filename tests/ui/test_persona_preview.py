@@ -20,12 +20,6 @@ from workbench.ui import PersonaPreview, PopulationEditor, persona_model_spec
 ROOT = Path(__file__).resolve().parents[2]
 EDUCATION = ROOT / "personas" / "paper-education.yaml"
 
-# Bokeh 3.9's ColumnDataSource.from_df calls DataFrame.reset_index(inplace=True), which pandas
-# 3.1 deprecates: Bokeh's own warning, raised for every Tabulator page it builds.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:The inplace keyword in DataFrame.reset_index:pandas.errors.Pandas4Warning"
-)
-
 
 @pytest.fixture(scope="module")
 def spec():

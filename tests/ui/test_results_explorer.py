@@ -23,13 +23,6 @@ from workbench.ui.results_data import model_label
 from workbench.ui.results_explorer import ResultsExplorer
 from workbench.viz import plots
 
-# bokeh 3.9.2's ColumnDataSource.from_df (every Tabulator page) calls
-# DataFrame.reset_index(inplace=True), deprecated in pandas 3.1; nothing of ours to fix
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:The inplace keyword in DataFrame.reset_index:"
-    "pandas.errors.Pandas4Warning:bokeh.models.sources"
-)
-
 LEVEL_K = {"kind": "level_k", "noise_sd": 4.0}
 
 

@@ -63,6 +63,7 @@ LIST_COLUMNS: tuple[str, ...] = (
 )
 """Columns of `list_bundles`' table."""
 
+
 def _not_a_bundle(path: Path, why: str) -> BundleError:
     return BundleError(f"{path / MANIFEST}: not a result bundle ({why})")
 

@@ -3,7 +3,10 @@ shown inline in a notebook, as an ipywidget (`pn.ipywidget(...)`) or served by t
 
 `population_editor` edits a population spec (dimensions, shares, conditioning, N, seed, YAML),
 `persona_preview` samples it (a paged table, counts against the shares, persona cards and
-LLM-written backgrounds). The names below load on first use (PEP 562), so importing the package
+LLM-written backgrounds), `results_explorer` browses a results folder (plots by any persona
+column, comparisons, provenance, tables, verify) with `results_data` its Panel-free reads;
+`jupyter` is the IPython extension (`%load_ext workbench`, `%%workbench_run`) and `proxy` the
+JupyterLab Launcher tile. The names below load on first use (PEP 562), so importing the package
 does not import Panel.
 """
 
@@ -16,14 +19,16 @@ from workbench._lazy import lazy_face
 if TYPE_CHECKING:
     from workbench.ui.persona_preview import PersonaPreview, persona_model_spec
     from workbench.ui.population_editor import PopulationEditor
+    from workbench.ui.results_explorer import ResultsExplorer
 
 _HOMES: dict[str, str] = {
     "PersonaPreview": "workbench.ui.persona_preview",
     "persona_model_spec": "workbench.ui.persona_preview",
     "PopulationEditor": "workbench.ui.population_editor",
+    "ResultsExplorer": "workbench.ui.results_explorer",
 }
 
-__all__ = ["PersonaPreview", "PopulationEditor", "persona_model_spec"]
+__all__ = ["PersonaPreview", "PopulationEditor", "ResultsExplorer", "persona_model_spec"]
 
 
 __getattr__, __dir__ = lazy_face(__name__, _HOMES, globals())
