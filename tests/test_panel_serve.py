@@ -9,19 +9,15 @@ the websocket, so the test pulls a session's document with bokeh's client and re
 from __future__ import annotations
 
 import html
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 from ports import free_port
+from served import start_served
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01-quickstart.ipynb"
-START_TIMEOUT_S = 120.0
 PAGE_TIMEOUT_S = 300.0  # the page runs the notebook: a small game on the embedded model
 
 
@@ -42,23 +38,10 @@ def test_panel_serves_the_quickstart_notebook(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "panel", "serve", str(NOTEBOOK), "--port", str(port),
                "--address", "127.0.0.1", "--liveness",
                "--allow-websocket-origin", f"127.0.0.1:{port}"]  # fmt: skip
-    log = (tmp_path / "panel.log").open("w")
-    env = {**os.environ, "PYTHONPATH": str(NOTEBOOK.parent.parent)}
-    server = subprocess.Popen(
-        command, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, env=env,
-        start_new_session=True,
-    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    server = start_served(command, base, f"{base}/liveness", tmp_path)
     try:
-        url = f"http://127.0.0.1:{port}/01-quickstart"
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            assert server.poll() is None, (tmp_path / "panel.log").read_text()
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/liveness", timeout=2.0)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "panel serve did not start"
-                time.sleep(0.5)
+        url = f"{base}/01-quickstart"
         page = httpx.get(url, timeout=PAGE_TIMEOUT_S)  # the page shell; its content comes
         assert page.status_code == 200, page.text[:2000]  # over the websocket, so pull it:
         texts = served_texts(url)
@@ -68,6 +51,4 @@ def test_panel_serves_the_quickstart_notebook(tmp_path: Path) -> None:
         assert len(bundles) == 2
         assert all((bundle / "figures" / "histogram.png").is_file() for bundle in bundles)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
-        log.close()
+        server.stop()

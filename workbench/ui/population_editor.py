@@ -394,7 +394,7 @@ class PopulationEditor(pn.viewable.Viewer):
         return pn.Column(
             settings,
             pn.Row(new_dimension, add, normalize_all, align="end"),
-            pn.bind(self._dimension_cards, self.param.dimensions),
+            _Cards(self).column,
             pn.Row(path, load, save, download, align="end"),
             pn.bind(_messages, self.param.message, self.param.share_notes),
             pn.bind(_action_note, self.param.action_message),
@@ -411,14 +411,11 @@ class PopulationEditor(pn.viewable.Viewer):
             self.action_message = str(exc)
             return io.StringIO(f"# {exc}\n")
 
-    def _dimension_cards(self, dimensions: list[dict[str, Any]]) -> pn.Column:
-        """One card per dimension: given, a number per share, add/remove, normalize."""
-        names = [d["name"] for d in dimensions]
-        return pn.Column(
-            *(self._dimension_card(dim, names[:i]) for i, dim in enumerate(dimensions))
-        )
-
-    def _dimension_card(self, dim: dict[str, Any], earlier: list[str]) -> pn.Card:
+    def _dimension_card(
+        self, dim: dict[str, Any], earlier: list[str], boxes: dict[tuple[str, str, str], Any]
+    ) -> pn.Card:
+        """A dimension's card: given, a number per share (kept in `boxes` by (dimension,
+        parent, category)), add/remove categories, normalize, remove."""
         name = dim["name"]
         given = pn.widgets.Select(
             label="given", options=[NO_PARENT, *earlier], value=dim.get("given") or NO_PARENT
@@ -440,6 +437,7 @@ class PopulationEditor(pn.viewable.Viewer):
                     ),
                     "value",
                 )
+                boxes[(name, parent, category)] = box
                 inputs.append(box)
             if parent:
                 rows.append(pn.pane.Markdown(f"**{dim['given']} = {parent}**", margin=(0, 5)))
@@ -462,6 +460,41 @@ class PopulationEditor(pn.viewable.Viewer):
             title=name,
             sizing_mode="stretch_width",
         )
+
+
+class _Cards:
+    """The dimension cards of one editor view. A change of shares only sets the numbers in
+    the inputs already drawn; the cards are drawn again only when the dimensions, their
+    categories or their `given` change. (Drawing them again on every share would replace the
+    input a person is typing into, losing what they type next.)"""
+
+    def __init__(self, editor: PopulationEditor) -> None:
+        self.editor = editor
+        self.column = pn.Column(sizing_mode="stretch_width")
+        self.boxes: dict[tuple[str, str, str], Any] = {}
+        self.shape: Any = None
+        self.draw(editor.dimensions)
+        editor.param.watch(lambda e: self.draw(e.new), "dimensions")
+
+    def draw(self, dimensions: list[dict[str, Any]]) -> None:
+        shape = [
+            (d["name"], d.get("given"), [(p, list(t)) for p, t in _tables(d).items()])
+            for d in dimensions
+        ]
+        if shape == self.shape:
+            for dim in dimensions:
+                for parent, table in _tables(dim).items():
+                    for category, share in table.items():
+                        box = self.boxes[(dim["name"], parent, category)]
+                        if box.value != share:
+                            box.value = share  # its watcher sets the share it already has
+            return
+        self.shape, self.boxes = shape, {}
+        names = [d["name"] for d in dimensions]
+        self.column.objects = [
+            self.editor._dimension_card(dim, names[:i], self.boxes)
+            for i, dim in enumerate(dimensions)
+        ]
 
 
 def _messages(message: str, notes: list[str]) -> pn.viewable.Viewable:

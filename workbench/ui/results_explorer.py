@@ -386,10 +386,10 @@ class ResultsExplorer(pn.viewable.Viewer):
         )
 
     def __panel__(self) -> pn.viewable.Viewable:
-        refresh = pn.widgets.Button(label="Refresh", icon="refresh", variant="outline")
+        refresh = pn.widgets.Button(label="Refresh", variant="outline")
         refresh.on_click(lambda _: self.refresh())
         verify = pn.widgets.Button(
-            label="Verify", icon="shield-check", color="primary", disabled=self.param.verifying
+            label="Verify", color="primary", disabled=self.param.verifying
         )
         verify.on_click(self._on_verify)
         picker = pn.Column(

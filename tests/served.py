@@ -1,0 +1,78 @@
+"""A server process a test starts (panel serve, workbench dashboard, jupyter server): started in
+its own session on a free 127.0.0.1 port, ready when a URL answers, stopped by its own PID."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+START_TIMEOUT_S = 120.0
+"""Importing Panel, HoloViews and the workbench takes tens of seconds on a busy machine."""
+
+
+@dataclass
+class Served:
+    """A started server: its process, base URL and log file."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    log: Path
+
+    def output(self) -> str:
+        """What the server printed so far."""
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        """SIGTERM to the server's process group (what it started, nothing else), then wait."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=30)
+
+
+def start_served(
+    command: Sequence[str],
+    url: str,
+    ready: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    timeout_s: float = START_TIMEOUT_S,
+) -> Served:
+    """Start `command` in `cwd` (the repo on PYTHONPATH) and wait until GET `ready` answers."""
+    log = cwd / f"server-{time.monotonic_ns()}.log"
+    environment = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            list(command), cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=environment,
+            start_new_session=True,
+        )  # fmt: skip
+    served = Served(process, url, log)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(f"{command[:4]} exited {process.returncode}:\n{served.output()}")
+        try:
+            httpx.get(ready, timeout=2.0)
+            return served
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                served.stop()
+                raise AssertionError(f"{ready} did not answer in {timeout_s} s") from None
+            time.sleep(0.5)
+
+
+def workbench_command(*args: str) -> list[str]:
+    """The workbench CLI run by this interpreter."""
+    return [sys.executable, "-m", "workbench.cli", *args]
