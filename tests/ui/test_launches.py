@@ -34,13 +34,11 @@ from workbench.ui.launches import (
     check_model,
     launch,
     launches,
-    launches_table,
     log_error,
-    process_alive,
-    round_table,
-    shard_table,
     wait_for,
 )
+from workbench.ui.processes import process_alive
+from workbench.ui.run_tables import launches_table, round_table, shard_table
 
 pytestmark = [
     pytest.mark.slow,

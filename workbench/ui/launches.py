@@ -30,28 +30,33 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Coroutine, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Coroutine
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import pandas as pd
 
 from workbench._files import atomic_write_text
 from workbench.config import LLMPolicySpec, RunConfig, save_yaml, validate
 from workbench.errors import BundleError, ConfigError, WorkbenchError
 from workbench.llm import model_for
-from workbench.results import read_events
 from workbench.results.layout import LOCK_FILE
-from workbench.runtime.events import RunState, event_from_dict, round_note, run_state
+from workbench.runtime.events import RunState, run_state
 from workbench.runtime.simulation import Simulation
+from workbench.ui.processes import (
+    START_SLACK_S,
+    is_workbench_run,
+    iso_epoch,
+    process_alive,
+    process_command,
+    process_started,
+    started_before,
+)
 
 __all__ = [
     "LAUNCHES_DIR",
     "Launch",
     "LaunchState",
-    "RunFollower",
     "cancel",
     "bundle_state",
     "check_model",
@@ -59,12 +64,9 @@ __all__ = [
     "launch",
     "launch_state",
     "launches",
-    "launches_table",
     "log_error",
-    "round_table",
     "run_state_status",
     "running_bundles",
-    "shard_table",
     "validate_launch",
     "wait_for",
 ]
@@ -81,27 +83,6 @@ CANCEL_FILE = "cancel.json"
 
 LOG_TAIL_BYTES = 16_384
 """How much of a run's log is read for its last error line."""
-START_SLACK_S = 2.0
-"""Clock slack when comparing a process's start time with a launch's or a lock's."""
-
-ROUND_COLUMNS: dict[str, str] = {
-    "round": "round",
-    "n": "n",
-    "n_valid": "n_valid",
-    "failed": "n_failed",
-    "mean": "mean",
-    "median": "median",
-    "target": "target",
-    "winning": "winning_guess",
-    "n_winners": "n_winners",
-    "seconds": "seconds",
-}
-"""The round table's columns: header -> round statistic (a `note` column follows)."""
-SHARD_COLUMNS = ("shard", "round", "node", "agents", "answered", "state", "errors", "tokens")
-"""The per-shard progress table's columns."""
-LAUNCH_COLUMNS = ("launch_id", "started_at", "status", "rounds", "bundle", "error")
-"""The recent-launches table's columns."""
-
 
 # --------------------------------------------------------------------------- records
 
@@ -201,79 +182,6 @@ class LaunchState:
     def launch_id(self) -> str | None:
         """The launch's id (None for a bundle started elsewhere)."""
         return None if self.launch is None else self.launch.launch_id
-
-
-# --------------------------------------------------------------------------- processes
-
-
-def _boot_time() -> float | None:
-    try:
-        for line in Path("/proc/stat").read_text(encoding="ascii").splitlines():
-            if line.startswith("btime "):
-                return float(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def _proc_stat(pid: int) -> list[str] | None:
-    """The fields of /proc/<pid>/stat after the command name (None: no such process)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    return text.rpartition(")")[2].split()
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process `pid` runs on this host (a zombie, exited but not reaped, does not)."""
-    fields = _proc_stat(pid)
-    if fields is not None:
-        return fields[0] != "Z"
-    if Path("/proc/self/stat").exists():  # Linux, and no such process
-        return False
-    from workbench.results.lock import pid_alive
-
-    return pid_alive(pid)
-
-
-def process_started(pid: int) -> float | None:
-    """When process `pid` started (seconds since the epoch), where /proc tells."""
-    fields, boot = _proc_stat(pid), _boot_time()
-    if fields is None or boot is None or len(fields) < 20:
-        return None
-    return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
-
-
-def process_command(pid: int) -> tuple[str, ...] | None:
-    """Process `pid`'s command line, where /proc tells."""
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return None
-    return tuple(part.decode("utf-8", "replace") for part in raw.split(b"\0") if part)
-
-
-def _epoch(iso: str | None) -> float | None:
-    try:
-        return datetime.fromisoformat(str(iso)).timestamp()
-    except (TypeError, ValueError):
-        return None
-
-
-def _started_before(pid: int, iso: str | None) -> bool:
-    """Whether `pid` started no later than `iso` (a reused pid started later); True when
-    either time is unknown."""
-    started, moment = process_started(pid), _epoch(iso)
-    return started is None or moment is None or started <= moment + START_SLACK_S
-
-
-def _is_workbench_run(command: tuple[str, ...] | None) -> bool:
-    """Whether a command line is a `workbench run` or `workbench sweep` (unknown: True)."""
-    if command is None:
-        return True
-    named = any(Path(a).name in ("workbench", "workbench.cli") for a in command)
-    return named and any(a in ("run", "sweep") for a in command)
 
 
 _REAPERS: dict[int, subprocess.Popen[bytes]] = {}
@@ -442,7 +350,7 @@ def _first_event(bundle: Path) -> dict[str, Any] | None:
 def _find_bundle(record: Launch, results: Path) -> Path | None:
     """The bundle under `results` that this launch's process writes: named after its config,
     begun after it, with a RunStarted carrying its pid and host."""
-    since = _epoch(record.started_at) or 0.0
+    since = iso_epoch(record.started_at) or 0.0
     for path in sorted(results.glob(f"{record.name}-*"), reverse=True):
         try:
             if not path.is_dir() or path.stat().st_mtime < since - START_SLACK_S:
@@ -455,7 +363,7 @@ def _find_bundle(record: Launch, results: Path) -> Path | None:
             and first.get("kind") == "run_started"
             and first.get("pid") == record.pid
             and first.get("host") == record.host
-            and (_epoch(first.get("at")) or 0.0) >= since - START_SLACK_S
+            and (iso_epoch(first.get("at")) or 0.0) >= since - START_SLACK_S
         ):
             return path
     return None
@@ -525,7 +433,7 @@ def _launch_alive(record: Launch) -> bool:
         return process.poll() is None
     if record.host != socket.gethostname() or not process_alive(record.pid):
         return False
-    started, launched = process_started(record.pid), _epoch(record.started_at)
+    started, launched = process_started(record.pid), iso_epoch(record.started_at)
     if started is None or launched is None:
         return True
     return abs(started - launched) <= START_SLACK_S  # a reused pid started at another time
@@ -593,8 +501,8 @@ def _writer_pid(bundle: Path) -> int:
         not process_alive(state.pid)
         or holder is None
         or holder.get("pid") != state.pid
-        or not _started_before(state.pid, holder.get("started_at"))
-        or not _is_workbench_run(process_command(state.pid))
+        or not started_before(state.pid, holder.get("started_at"))
+        or not is_workbench_run(process_command(state.pid))
     ):
         raise BundleError(
             f"{bundle}: its writer (pid {state.pid}) is no longer running; nothing to cancel "
@@ -639,81 +547,6 @@ def cancel(target: Launch | LaunchState | str | Path) -> int:
     )
     os.kill(pid, signal.SIGINT)
     return pid
-
-
-# --------------------------------------------------------------------------- following
-
-
-@dataclass
-class RunFollower:
-    """A bundle's RunState kept up to date by reading only the events appended since the last
-    call (`poll()`): cheap enough for a periodic callback however long the run."""
-
-    bundle: Path
-    state: RunState = field(default_factory=RunState)
-    offset: int = 0
-
-    def poll(self) -> RunState:
-        """Apply the events appended since the last poll; the state."""
-        records, self.offset = read_events(self.bundle, self.offset)
-        for record in records:
-            event = event_from_dict(record)
-            if event is not None:
-                self.state.apply(event)
-        return self.state
-
-
-# --------------------------------------------------------------------------- tables
-
-
-def shard_table(state: RunState | None) -> pd.DataFrame:
-    """Each shard's latest progress: shard, round, node, agents, answered, state, errors
-    (count by kind, e.g. "timeout: 2"), tokens (prompt + completion)."""
-    rows = []
-    for shard, progress in sorted((state.shards if state else {}).items()):
-        errors = ", ".join(f"{kind}: {n}" for kind, n in sorted(progress.errors.items()))
-        rows.append(
-            {
-                "shard": shard,
-                "round": progress.round,
-                "node": progress.node or "",
-                "agents": progress.agents,
-                "answered": progress.answered,
-                "state": progress.state,
-                "errors": errors,
-                "tokens": progress.prompt_tokens + progress.completion_tokens,
-            }
-        )
-    return pd.DataFrame(rows, columns=list(SHARD_COLUMNS))
-
-
-def round_table(state: RunState | None) -> pd.DataFrame:
-    """One row per finished round from its RoundFinished statistics, with a note a round must
-    not hide ("no valid answers", "3 failed")."""
-    rows = [
-        {
-            **{header: stats.get(name) for header, name in ROUND_COLUMNS.items()},
-            "note": round_note(stats),
-        }
-        for stats in (state.stats if state else [])
-    ]
-    return pd.DataFrame(rows, columns=[*ROUND_COLUMNS, "note"])
-
-
-def launches_table(states: Iterable[LaunchState]) -> pd.DataFrame:
-    """Launches as rows: id, start, status, rounds done / rounds, bundle folder name, error."""
-    rows = [
-        {
-            "launch_id": s.launch_id or "",
-            "started_at": s.launch.started_at if s.launch else "",
-            "status": s.status,
-            "rounds": f"{s.rounds_done}/{s.rounds}",
-            "bundle": s.bundle.name if s.bundle else "",
-            "error": s.error or "",
-        }
-        for s in states
-    ]
-    return pd.DataFrame(rows, columns=list(LAUNCH_COLUMNS))
 
 
 def wait_for(
