@@ -170,8 +170,12 @@ def test_a_run_fills_in_its_tables_and_shows_its_result(results: Path) -> None:
     tables = {t.css_classes[0]: t for t in view.select(pn.widgets.Tabulator)}
     assert len(tables[CSS["rounds"]].value) == 3 and tables[CSS["rounds"]].pagination == "remote"
     assert len(tables[CSS["shards"]].value) == 3
-    plots = [p.object for p in view.select(pn.pane.HoloViews)]
-    assert any(isinstance(p, hv.NdLayout) for p in plots)  # guesses by education
+    (histogram, by_education) = [p.object for p in view.select(pn.pane.HoloViews)]
+    (bars,) = histogram.traverse(lambda e: e, [hv.Histogram])
+    last = bundle.rounds().iloc[-1]
+    assert bars.dimension_values("count").sum() == last["n_valid"] == 30  # round 3's guesses
+    assert isinstance(by_education, hv.NdLayout)
+    assert {str(k) for k in by_education.keys()} == set(bundle.personas()["education"].astype(str))
     status = [m.object for m in view.select(pn.pane.Markdown) if CSS["status"] in m.css_classes]
     assert status == [f"**complete** · rounds 3 / 3 · bundle `{launcher.bundle}`"]
     launcher.refresh()

@@ -49,7 +49,6 @@ from workbench.ui.processes import (
     iso_epoch,
     process_alive,
     process_command,
-    process_started,
     started_before,
 )
 
@@ -62,6 +61,7 @@ __all__ = [
     "check_model",
     "error_text",
     "launch",
+    "launch_records",
     "launch_state",
     "launches",
     "log_error",
@@ -427,16 +427,28 @@ def launch_state(record: Launch) -> LaunchState:
 
 
 def _launch_alive(record: Launch) -> bool:
-    """Whether the launch's own process is still running (its pid, not reused since)."""
+    """Whether the launch's own process is still running: its pid, alive, with the launch's
+    exact command line (which names the launch's own config file, so no reused pid has it)."""
     process = _REAPERS.get(record.pid)
     if process is not None:
         return process.poll() is None
     if record.host != socket.gethostname() or not process_alive(record.pid):
         return False
-    started, launched = process_started(record.pid), iso_epoch(record.started_at)
-    if started is None or launched is None:
-        return True
-    return abs(started - launched) <= START_SLACK_S  # a reused pid started at another time
+    command = process_command(record.pid)
+    return command is None or command == record.command
+
+
+def launch_records(results_dir: str | Path) -> list[Launch]:
+    """The launch records under `results_dir`, newest first (unreadable ones skipped)."""
+    root = Path(results_dir).absolute() / LAUNCHES_DIR
+    records = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        if folder.is_dir():
+            try:
+                records.append(Launch.read(folder))
+            except BundleError:
+                continue
+    return sorted(records, key=lambda r: (r.started_at, r.launch_id), reverse=True)
 
 
 def launches(results_dir: str | Path, limit: int | None = None) -> list[LaunchState]:
@@ -444,22 +456,7 @@ def launches(results_dir: str | Path, limit: int | None = None) -> list[LaunchSt
 
     Unreadable launch records are skipped; a missing folder gives none.
     """
-    root = Path(results_dir).absolute() / LAUNCHES_DIR
-    folders = sorted(
-        (p for p in root.iterdir() if p.is_dir()) if root.is_dir() else [],
-        key=lambda p: (p.stat().st_mtime, p.name),
-        reverse=True,
-    )
-    out: list[LaunchState] = []
-    for folder in folders:
-        if limit is not None and len(out) >= limit:
-            break
-        try:
-            record = Launch.read(folder)
-        except BundleError:
-            continue
-        out.append(launch_state(record))
-    return out
+    return [launch_state(record) for record in launch_records(results_dir)[:limit]]
 
 
 def running_bundles(results_dir: str | Path) -> list[Path]:
@@ -523,9 +520,7 @@ def cancel(target: Launch | LaunchState | str | Path) -> int:
         if (path / LAUNCH_FILE).is_file():
             target = Launch.read(path)
         elif (path / "events.jsonl").is_file() or (path / "manifest.json").is_file():
-            pid = _writer_pid(path)
-            os.kill(pid, signal.SIGINT)
-            return pid
+            return _interrupt(_writer_pid(path), str(path))
         else:
             raise ConfigError(f"cancel: {path} is neither a launch folder nor a result bundle")
     record = target
@@ -538,14 +533,25 @@ def cancel(target: Launch | LaunchState | str | Path) -> int:
         pid = _writer_pid(state.bundle)
     else:  # no bundle yet: the launch's own process, if it still is that process
         pid = record.pid
-        command = process_command(pid)
-        if not _launch_alive(record) or (command is not None and command != record.command):
+        if not _launch_alive(record):
             raise BundleError(f"launch {record.launch_id}: its process is no longer running")
     atomic_write_text(
         record.folder / CANCEL_FILE,
         json.dumps({"pid": pid, "at": datetime.now(UTC).isoformat()}),
     )
-    os.kill(pid, signal.SIGINT)
+    return _interrupt(pid, f"launch {record.launch_id}")
+
+
+def _interrupt(pid: int, what: str) -> int:
+    """SIGINT to `pid`; BundleError when it is gone or not ours to signal."""
+    try:
+        os.kill(pid, signal.SIGINT)
+    except ProcessLookupError:
+        raise BundleError(f"{what}: its process (pid {pid}) ended meanwhile") from None
+    except PermissionError:
+        raise BundleError(
+            f"{what}: its process (pid {pid}) belongs to another user; cancel it as that user"
+        ) from None
     return pid
 
 

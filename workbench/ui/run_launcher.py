@@ -25,6 +25,7 @@ import param
 
 from workbench.config import RunConfig
 from workbench.errors import WorkbenchError
+from workbench.results import Bundle
 from workbench.runtime.events import RunState
 from workbench.ui.launch_settings import LaunchSettings, quickstart_population
 from workbench.ui.launches import (
@@ -295,27 +296,31 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         self.refresh(recent=time.monotonic() - self._listed_at > RECENT_EVERY_S)
 
     def _list_recent(self) -> None:
-        self.recent = launches_table(launches(self.results_dir, self.recent_limit))
+        self._set_frame("recent", launches_table(launches(self.results_dir, self.recent_limit)))
         self._listed_at = time.monotonic()
 
     def _show(self, state: LaunchState | None) -> None:
         was = self.status
+        run = state.run if state is not None else None
         with param.parameterized.batch_call_watchers(self):
+            self._set_frame("shards", shard_table(run))
+            self._set_frame("round_stats", round_table(run))
             if state is None:
                 self.status, self.error, self.rounds_done, self.rounds_total = "", "", 0, 0
-                self.shards = shard_table(None)
-                self.round_stats = round_table(None)
                 return
             self.status = state.status
             self.error = state.error or ""
             self.rounds_done, self.rounds_total = state.rounds_done, state.rounds
             self.bundle = str(state.bundle) if state.bundle is not None else None
-            self.shards = shard_table(state.run)
-            self.round_stats = round_table(state.run)
         if state.status == "complete" and was != "complete" and state.bundle is not None:
             self.finished_bundle = str(state.bundle)
             if self.on_finished is not None:
                 self.on_finished(str(state.bundle))
+
+    def _set_frame(self, name: str, frame: pd.DataFrame) -> None:
+        """Set a table param only when it changed: an unchanged table sends nothing."""
+        if not frame.equals(getattr(self, name)):
+            setattr(self, name, frame)
 
     # ---- the page ---------------------------------------------------------------------------
 
@@ -345,9 +350,15 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         return pn.Column(
             self.settings_view(),
             pn.Row(
-                run, cancel_button, pn.indicators.LoadingSpinner(value=self.param.busy, size=24)
+                run,
+                cancel_button,
+                check,
+                pn.indicators.LoadingSpinner(value=self.param.busy, size=24),
             ),
             pn.bind(_alert, self.param.message, self.param.message_failed, CSS["message"]),
+            pn.bind(
+                _alert, self.param.check_message, self.param.check_failed, CSS["check_message"]
+            ),
             pn.pane.Markdown(
                 pn.bind(
                     self._status_line,
@@ -372,12 +383,6 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             pn.widgets.Tabulator.from_param(
                 self.param.recent, css_classes=[CSS["launches"]], **table
             ),
-            pn.Row(
-                check,
-                pn.bind(
-                    _alert, self.param.check_message, self.param.check_failed, CSS["check_message"]
-                ),
-            ),
         )
 
     async def _on_run(self, _: Any) -> None:
@@ -394,13 +399,18 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         return f"**{status}** · rounds {done} / {total}{where}"
 
     def _result_view(self, bundle: str | None, by: str) -> pn.viewable.Viewable:
-        """The completed run's histogram and its guesses by `by` (when a persona column)."""
+        """The completed run's histogram and its guesses by `by` (or, when its population
+        has no such dimension, by its first)."""
         if not bundle:
             return pn.Column(visible=False)
         try:
             parts: list[Any] = [pn.pane.HoloViews(plots.histogram(bundle))]
-            if by:
-                parts.append(pn.pane.HoloViews(plots.distribution(bundle, by)))
+            population = Bundle.open(bundle).config.population
+            names = [d.name for d in getattr(population, "dimensions", [])]
+            column = by if by in names else (names[0] if names else None)
+            if column is not None:
+                parts.append(pn.pane.Markdown(f"Guesses by **{column}**"))
+                parts.append(pn.pane.HoloViews(plots.distribution(bundle, column)))
         except WorkbenchError as exc:
             return _alert(error_text(exc), True, CSS["result"])
         return pn.Column(pn.pane.Markdown("### Result"), *parts, css_classes=[CSS["result"]])
