@@ -28,6 +28,8 @@ from workbench.ui.launches import LAUNCHES_DIR, launches
 from workbench.ui.processes import process_alive
 from workbench.ui.run_launcher import CSS, RunLauncher, quickstart_population
 
+EDUCATION_YAML = Path(__file__).resolve().parents[2] / "personas" / "paper-education.yaml"
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals and /proc"),
@@ -99,11 +101,30 @@ def test_the_settings_are_the_clis_config(education_spec: PopulationSpec) -> Non
     )
     assert launcher.config().model.base_urls == ["http://a:1/v1", "http://b:2/v1"]
 
-    editor = PopulationEditor(spec=education_spec)
-    bound = RunLauncher(results_dir="unused", population=editor.param.spec)
-    assert bound.config().population == education_spec
-    editor.spec = None  # an impossible spec in the editor: the launcher falls back, never None
-    assert bound.population is None
+    editor = PopulationEditor()
+    editor.load(EDUCATION_YAML)
+    bound = RunLauncher.for_editor(editor, results_dir="unused")
+    editor.n, editor.seed = 77, 9
+    config = bound.config()
+    assert config.population == editor.spec == education_spec
+    assert (config.n_agents, config.seed) == (77, 9)  # the agents the preview shows
+
+
+def test_an_impossible_population_or_n_0_shows_a_message_and_starts_nothing(
+    results: Path,
+) -> None:
+    editor = PopulationEditor()
+    editor.load(EDUCATION_YAML)
+    launcher = RunLauncher.for_editor(editor, results_dir=str(results), policy="level_k")
+    editor.set_share("education", "doctoral degree", 0.13)  # shares no longer sum to 1
+    assert editor.spec is None and "shares must sum to 1" in editor.message
+    assert launcher.run() is None
+    assert launcher.message == editor.message and launcher.message_failed
+    editor.normalize("education")
+    editor.n = 0
+    assert launcher.run() is None
+    assert launcher.message.startswith("run config: n_agents: ")
+    assert not results.exists()
 
 
 def test_bad_settings_show_the_clis_message_and_start_nothing(results: Path) -> None:

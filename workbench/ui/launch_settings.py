@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any
+from typing import Any, Self
 
 import panel as pn
 import param
@@ -25,6 +25,7 @@ from workbench.config import (
     load_run_config,
     validate,
 )
+from workbench.errors import ConfigError
 
 __all__ = ["MODEL_KINDS", "LaunchSettings", "quickstart_population"]
 
@@ -48,6 +49,19 @@ def _urls(text: str) -> list[str]:
 class LaunchSettings(param.Parameterized):
     """Everything a run is configured with; `config()` is the RunConfig they describe."""
 
+    @classmethod
+    def for_editor(cls, editor: Any, **params: Any) -> Self:
+        """Settings (a RunLauncher, called on it) following a PopulationEditor: its spec, its
+        message (an invalid spec starts nothing), its N and seed (the run plays the agents
+        the preview shows)."""
+        return cls(
+            population=editor.param.spec,
+            population_problem=editor.param.message,
+            n_agents=editor.param.n,
+            seed=editor.param.seed,
+            **params,
+        )
+
     # ---- where runs go ----------------------------------------------------------------------
     results_dir = param.String(
         "results", doc="the results folder: bundles go here, launch records in its .launches/"
@@ -66,13 +80,23 @@ class LaunchSettings(param.Parameterized):
         allow_None=True,
         allow_refs=True,
         doc="the population (bind it to PopulationEditor.param.spec); None: the quickstart "
-        "example's education population",
+        "example's education population, unless population_problem says why there is none",
+    )
+    population_problem = param.String(
+        "",
+        allow_refs=True,
+        doc="why there is no population (bind it to PopulationEditor.param.message): while "
+        "set, config() raises it and nothing starts",
     )
     run_name = param.String(
         "dashboard", label="Run name", doc="the run's name: it starts the bundle's folder name"
     )
     n_agents = param.Integer(
-        50, bounds=(1, MAX_AGENTS), allow_refs=True, label="Agents", doc="agents in the game"
+        50,
+        bounds=(0, MAX_AGENTS),
+        allow_refs=True,
+        label="Agents",
+        doc="agents in the game (0 is refused by config() with the CLI's message)",
     )
     seed = param.Integer(
         42, bounds=(0, None), allow_refs=True, label="Seed", doc="the run's seed (personas too)"
@@ -161,6 +185,8 @@ class LaunchSettings(param.Parameterized):
 
     def config(self) -> RunConfig:
         """The RunConfig the settings describe; ConfigError (the CLI's message) otherwise."""
+        if self.population_problem:
+            raise ConfigError(self.population_problem)
         population = self.population if self.population is not None else quickstart_population()
         policy: dict[str, Any] = {"kind": self.policy}
         if self.policy == "llm":

@@ -40,6 +40,7 @@ from workbench._files import atomic_write_text
 from workbench.config import LLMPolicySpec, RunConfig, save_yaml, validate
 from workbench.errors import BundleError, ConfigError, WorkbenchError
 from workbench.llm import model_for
+from workbench.results import Bundle
 from workbench.results.layout import LOCK_FILE
 from workbench.runtime.events import RunState, run_state
 from workbench.runtime.simulation import Simulation
@@ -81,6 +82,10 @@ EXIT_FILE = "exit.json"
 CANCEL_FILE = "cancel.json"
 """Written by `cancel`: a run interrupted before it wrote a bundle reads cancelled, not failed."""
 
+FINAL = ("complete", "failed", "cancelled")
+"""The statuses of a run that is over."""
+RESUME = "workbench run --resume"
+"""The command that finishes a failed or cancelled bundle (said with every such error)."""
 LOG_TAIL_BYTES = 16_384
 """How much of a run's log is read for its last error line."""
 
@@ -176,7 +181,7 @@ class LaunchState:
     @property
     def finished(self) -> bool:
         """Whether the run is over (complete, failed or cancelled)."""
-        return self.status in ("complete", "failed", "cancelled")
+        return self.status in FINAL
 
     @property
     def launch_id(self) -> str | None:
@@ -371,9 +376,18 @@ def _find_bundle(record: Launch, results: Path) -> Path | None:
 
 def _dead_error(state: RunState, bundle: Path) -> str:
     return (
-        f"the run's process (pid {state.pid}) died without finishing; resume it with "
-        f"workbench run --resume {bundle}"
+        f"the run's process (pid {state.pid}) died without finishing after "
+        f"{state.rounds_done} of {state.rounds} rounds; resume it with {RESUME} {bundle}"
     )
+
+
+def _manifest_finished(bundle: Path) -> bool:
+    """Whether the bundle's manifest holds its final status and file hashes (written after
+    the run's last event)."""
+    try:
+        return Bundle.open(bundle).is_finished
+    except BundleError:
+        return False
 
 
 def run_state_status(
@@ -387,6 +401,17 @@ def run_state_status(
         status, error = "failed", _dead_error(state, bundle)
     elif status == "unknown":
         status = "starting"
+    elif status in FINAL and not _manifest_finished(bundle):
+        # the last event is written before the manifest's hashes: the run is finishing
+        if state.writer_alive is False:
+            status, error = "failed", _dead_error(state, bundle)
+        else:
+            status = "running"
+    if status in ("failed", "cancelled") and RESUME not in (error or ""):
+        error = (
+            f"{error or status} after {state.rounds_done} of {state.rounds} rounds; "
+            f"resume it with {RESUME} {bundle}"
+        )
     return LaunchState(
         launch=launch,
         status=status,
