@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -30,6 +31,7 @@ from workbench.ui.launches import (
     LAUNCHES_DIR,
     Launch,
     LaunchState,
+    bundle_state,
     cancel,
     check_model,
     launch,
@@ -240,3 +242,30 @@ def test_cancel_refuses_a_process_that_is_not_the_bundles_writer(tmp_path: Path)
         cancel(bundle)
     with pytest.raises(ConfigError, match="neither a launch folder nor a result bundle"):
         cancel(tmp_path / "nothing")
+
+
+def test_a_run_reads_finished_only_once_its_manifest_is_final(
+    tmp_path: Path, make_config: Callable[..., RunConfig]
+) -> None:
+    from workbench.runtime import run
+
+    done = run(make_config(policy={"kind": "level_k"}), out_dir=tmp_path, progress=False)
+    assert bundle_state(done.path).status == "complete"
+    manifest = done.path / "manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    # as between the run's last event and its manifest: events say complete, manifest not yet
+    manifest.write_text(json.dumps({**data, "status": "running", "finished_at": None}))
+    assert bundle_state(done.path).status == "running"  # this process (the writer) lives
+    events = done.path / "events.jsonl"
+    lines = events.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    first["pid"] = int(dead.stdout)  # a writer that is gone
+    events.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    state = bundle_state(done.path)
+    assert state.status == "failed" and "died without finishing" in (state.error or "")

@@ -278,3 +278,51 @@ def test_an_embedded_model_run_equals_the_clis(results: Path, tmp_path: Path) ->
     launched, cli = Bundle.open(launcher.bundle), Bundle.open(other)
     pd.testing.assert_frame_equal(launched.responses()[columns], cli.responses()[columns])
     assert load_run_config(record.config_path) == launcher.config()
+
+
+def test_a_served_page_follows_its_run_by_itself(results: Path) -> None:
+    """A page opened during a run re-attaches to it, and its periodic callback reads the
+    progress on the server's loop: no one calls refresh()."""
+    import panel.models  # noqa: F401  (the document holds Panel's own bokeh models)
+    from bokeh.client import pull_session
+
+    record = RunLauncher(
+        results_dir=str(results), policy="random", random_latency_s=0.5, n_agents=10, rounds=3
+    ).run()
+    assert record is not None
+    made: list[RunLauncher] = []
+
+    def page() -> RunLauncher:
+        made.append(RunLauncher(results_dir=str(results), refresh_s=0.2))
+        return made[-1]
+
+    port = free_port()
+    server = pn.serve(
+        page,
+        port=port,
+        address="127.0.0.1",
+        websocket_origin=[f"127.0.0.1:{port}"],
+        threaded=True,
+        show=False,
+        liveness=True,
+    )
+    try:
+        until(lambda: _answers(f"http://127.0.0.1:{port}/liveness"), 30)
+        with pull_session(url=f"http://127.0.0.1:{port}/"):
+            until(lambda: len(made) == 1, 30)
+            (launcher,) = made
+            assert launcher.launch_id == record.launch_id  # re-attached on opening
+            until(lambda: launcher.finished_bundle is not None)  # the periodic callback alone
+            assert launcher.status == "complete" and launcher.finished_bundle == launcher.bundle
+            assert list(launcher.round_stats["round"]) == [1, 2, 3]
+    finally:
+        server.stop()
+
+
+def _answers(url: str) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(url, timeout=2.0).status_code == 200
+    except httpx.TransportError:
+        return False

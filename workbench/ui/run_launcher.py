@@ -69,6 +69,9 @@ CSS = {
 """The stable CSS classes of the page's key parts (for browser tests and styling)."""
 
 LIVE = ("starting", "running")
+PAGE_ERRORS = (WorkbenchError, OSError)
+"""What a launch, a check or a cancel may raise that the page shows as its message (the
+workbench's own errors; a folder that cannot be written); anything else is a bug."""
 RECENT_EVERY_S = 5.0
 """How often the periodic refresh reads the recent launches (progress is read every tick)."""
 
@@ -167,7 +170,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         self.busy = True
         try:
             result: Launch | BaseException = launch(config, self.results_dir)
-        except WorkbenchError as exc:
+        except PAGE_ERRORS as exc:
             result = exc
         finally:
             self.busy = False
@@ -184,7 +187,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             result: Launch | BaseException = await asyncio.to_thread(
                 launch, config, self.results_dir
             )
-        except WorkbenchError as exc:
+        except PAGE_ERRORS as exc:
             result = exc
         finally:
             self.busy = False
@@ -225,7 +228,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             return False
         try:
             pid = cancel(target)
-        except WorkbenchError as exc:
+        except PAGE_ERRORS as exc:
             self._say(error_text(exc), True)
             return False
         self._say(f"cancel sent to the run (pid {pid}); it marks its bundle cancelled", False)
@@ -420,7 +423,7 @@ def _check(config: RunConfig) -> tuple[bool, str]:
     """(ok, what was checked or why it failed) for a config's model."""
     try:
         return True, check_model(config)
-    except WorkbenchError as exc:
+    except PAGE_ERRORS as exc:
         return False, error_text(exc)
 
 
