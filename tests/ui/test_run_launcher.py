@@ -234,6 +234,8 @@ def test_a_new_launcher_reattaches_to_a_live_run_and_cancels_it(results: Path) -
     buttons = {b.css_classes[0]: b for b in view.select(pn.widgets.Button)}
     assert buttons[CSS["cancel"]].disabled and not buttons[CSS["run"]].disabled
     assert RunLauncher(results_dir=str(results)).status == ""  # nothing live to re-attach to
+    again.results_dir = str(results.parent / "elsewhere")  # another folder: nothing followed
+    assert (again.status, again.launch_id, again.bundle, len(again.recent)) == ("", None, None, 0)
 
 
 def test_a_bundle_run_from_the_cli_is_reattached_too(

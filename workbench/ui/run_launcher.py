@@ -266,7 +266,9 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         if bundles:
             self.attach(bundles[0])
             return
-        self._show(None)
+        with param.parameterized.batch_call_watchers(self):
+            self.launch_id = self.bundle = self.finished_bundle = None
+            self._show(None)
         self._list_recent()
 
     def _current(self) -> LaunchState | None:
