@@ -280,16 +280,8 @@ def launch(config: RunConfig, results_dir: str | Path, *, check: bool = True) ->
     folder.mkdir(parents=True)
     config_path = save_yaml(config, folder / CONFIG_FILE)
     log_path = folder / LOG_FILE
-    command = (
-        sys.executable,
-        "-m",
-        "workbench.cli",
-        "run",
-        str(config_path),
-        "--out",
-        str(results),
-        "--no-progress",
-    )
+    command = (sys.executable, "-m", "workbench.cli", "run", str(config_path))
+    command += ("--out", str(results), "--no-progress")
     # A child inherits an ignored SIGINT (a dashboard under nohup) and then cancel could not
     # reach it: only then is the default restored in the child.
     ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
