@@ -1,0 +1,271 @@
+"""Launches: a real detached `workbench run` per launch, read back from disk.
+
+A launch writes the bundle a direct `workbench run` of the same config writes; an invalid
+config or an unreachable endpoint raises before anything is written or started; a cancel
+marks the bundle cancelled end to end; a killed run, or one that exits before its bundle,
+reads failed with its error, never running. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from cli_helpers import workbench
+from fake_openai import FakeServer
+from ports import free_port
+
+from workbench.config import RunConfig, load_run_config
+from workbench.errors import BundleError, ConfigError, ModelError
+from workbench.results import Bundle, list_bundles, verify_bundle
+from workbench.ui.launches import (
+    LAUNCHES_DIR,
+    Launch,
+    LaunchState,
+    bundle_state,
+    cancel,
+    check_model,
+    launch,
+    launches,
+    log_error,
+    wait_for,
+)
+from workbench.ui.processes import process_alive
+from workbench.ui.run_tables import launches_table, round_table, shard_table
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals and /proc"),
+]
+
+WAIT_S = 90.0
+"""Longest wait for a launched run (its process pays seconds of imports on a busy machine)."""
+
+
+def until(check: Callable[[], LaunchState | None], timeout_s: float = WAIT_S) -> LaunchState:
+    """Poll `check` until it returns a state; AssertionError after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        state = check()
+        if state is not None:
+            return state
+        time.sleep(0.2)
+    raise AssertionError(f"not reached within {timeout_s} s")
+
+
+def only(results: Path) -> LaunchState:
+    """The one launch under `results`."""
+    (state,) = launches(results)
+    return state
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Iterator[Path]:
+    """A results folder; any run still live at the end is killed (a failed test leaves none)."""
+    folder = tmp_path / "results"
+    yield folder
+    pids = [s.launch.pid for s in launches(folder) if s.launch is not None]
+    for pid in pids:
+        if process_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(process_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def slow_config(make_config: Callable[..., RunConfig]) -> RunConfig:
+    """Six rounds of random agents that wait 1 s a round: time to cancel or kill mid-run."""
+    return make_config(
+        policy={"kind": "random", "latency_s": 1.0}, n_agents=20, rounds=6, name="slow"
+    )
+
+
+def _responses(bundle: Bundle) -> pd.DataFrame:
+    frame = bundle.responses().drop(columns=["latency_s"])
+    return frame.sort_values(["round", "agent_id"], ignore_index=True)
+
+
+def test_a_launch_writes_the_bundle_the_cli_writes(
+    results: Path, tmp_path: Path, make_config: Callable[..., RunConfig]
+) -> None:
+    config = make_config(policy={"kind": "level_k"}, n_agents=30, rounds=2, agents_per_shard=10)
+    record = launch(config, results)
+    stored = json.loads((record.folder / "launch.json").read_text(encoding="utf-8"))
+    assert stored["pid"] == record.pid
+    assert stored["command"][1:] == [
+        *("-m", "workbench.cli", "run", str(record.config_path)),
+        *("--out", str(results.absolute()), "--no-progress"),
+    ]
+    assert Launch.read(record.folder) == record
+    assert load_run_config(record.config_path) == config  # the config, in the CLI's YAML
+
+    state = wait_for(results, record.launch_id, timeout_s=WAIT_S)
+    assert state.status == "complete" and state.error is None
+    assert state.rounds_done == state.rounds == 2
+    assert state.bundle is not None and state.bundle.parent == results.absolute()
+    assert verify_bundle(state.bundle).ok
+    assert until(lambda: s if (s := only(results)).returncode is not None else None).returncode == 0
+    # the launch folder is no bundle: the listing holds the run's bundle only
+    assert list(list_bundles(results)["path"].map(lambda p: Path(p).name)) == [state.bundle.name]
+
+    direct = workbench("run", record.config_path, "--out", tmp_path / "direct", cwd=tmp_path)
+    assert direct.returncode == 0, direct.stderr
+    (other,) = (tmp_path / "direct").iterdir()
+    launched, cli = Bundle.open(state.bundle), Bundle.open(other)
+    pd.testing.assert_frame_equal(_responses(launched), _responses(cli))
+    pd.testing.assert_frame_equal(launched.personas(), cli.personas())
+    pd.testing.assert_frame_equal(
+        launched.rounds().drop(columns=["seconds"]), cli.rounds().drop(columns=["seconds"])
+    )
+
+    # the tables the page shows come from the run's events and agree with the bundle
+    rounds = round_table(state.run)
+    assert list(rounds["round"]) == [1, 2]
+    assert list(rounds["mean"]) == pytest.approx(list(cli.rounds()["mean"]))
+    shards = shard_table(state.run)
+    assert list(shards["shard"]) == [0, 1, 2] and set(shards["state"]) == {"done"}
+    assert list(shards["answered"]) == [10, 10, 10] and set(shards["round"]) == {2}
+    table = launches_table(launches(results))
+    assert table.loc[0, "status"] == "complete" and table.loc[0, "rounds"] == "2/2"
+
+
+def test_an_invalid_config_raises_and_starts_nothing(
+    results: Path, tmp_path: Path, make_config: Callable[..., RunConfig]
+) -> None:
+    bad = make_config(policy={"kind": "level_k", "attribute": "shoe_size"})
+    with pytest.raises(ConfigError, match="policy.attribute: 'shoe_size' is not a population"):
+        launch(bad, results)
+    assert not (results / LAUNCHES_DIR).exists() and launches(results) == []
+
+    a_file = tmp_path / "taken"
+    a_file.write_text("not a folder", encoding="utf-8")
+    with pytest.raises(ConfigError, match="results_dir: .* is a file"):
+        launch(make_config(policy={"kind": "level_k"}), a_file / "results")
+
+
+def test_an_unreachable_endpoint_fails_before_anything_starts(
+    results: Path, make_config: Callable[..., RunConfig]
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    config = make_config(
+        policy={"kind": "llm"},
+        model={"kind": "openai", "base_urls": [url], "name": "m", "timeout_s": 5},
+    )
+    start = time.monotonic()
+    with pytest.raises(ModelError, match=f"cannot reach {url}.*is the server running"):
+        launch(config, results)
+    assert time.monotonic() - start < 10
+    assert not results.exists()  # not even the results folder
+
+    with FakeServer(model="m") as server:
+        reachable = config.with_base_urls([server.url])
+        assert check_model(reachable) == f"reachable: {server.url} serve m"
+
+
+def test_a_run_that_exits_before_its_bundle_reads_failed_with_its_log_line(
+    results: Path, make_config: Callable[..., RunConfig]
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    config = make_config(
+        policy={"kind": "llm"}, model={"kind": "openai", "base_urls": [url], "name": "m"}
+    )
+    record = launch(config, results, check=False)  # the run's own check then fails
+    state = until(lambda: s if (s := only(results)).finished else None)
+    assert state.status == "failed" and state.bundle is None
+    assert state.error is not None and f"cannot reach {url}" in state.error
+    assert state.error == log_error(record.log_path)
+    assert list_bundles(results).empty
+    with pytest.raises(BundleError, match="the run is failed; nothing to cancel"):
+        cancel(record)
+
+
+def test_cancel_mid_run_marks_the_bundle_cancelled(results: Path, slow_config: RunConfig) -> None:
+    record = launch(slow_config, results)
+    running = until(lambda: s if (s := only(results)).rounds_done >= 1 else None)
+    assert running.status == "running" and running.bundle is not None
+    assert cancel(running) == record.pid  # the launch's process writes the bundle
+
+    state = until(lambda: s if (s := only(results)).finished else None, 30)
+    assert state.status == "cancelled"
+    assert state.error is not None and "Cancelled" in state.error
+    assert 1 <= state.rounds_done < 6
+    bundle = Bundle.open(state.bundle)
+    assert bundle.status == "cancelled" and len(bundle.rounds()) == state.rounds_done
+    assert [p.split(":")[0] for p in verify_bundle(bundle.path).problems] == ["incomplete"]
+    assert (
+        until(lambda: s if (s := only(results)).returncode is not None else None).returncode == 130
+    )
+    with pytest.raises(BundleError, match="nothing to cancel"):
+        cancel(state.bundle)
+
+
+def test_a_killed_run_reads_failed_never_running(results: Path, slow_config: RunConfig) -> None:
+    record = launch(slow_config, results)
+    running = until(lambda: s if (s := only(results)).rounds_done >= 1 else None)
+    os.kill(record.pid, signal.SIGKILL)
+    state = until(lambda: s if (s := only(results)).status != "running" else None, 30)
+    assert state.status == "failed" and state.bundle == running.bundle
+    assert f"pid {record.pid}) died without finishing" in (state.error or "")
+    assert f"workbench run --resume {state.bundle}" in (state.error or "")
+    assert Bundle.open(state.bundle).status == "running"  # the manifest cannot know; we do
+    with pytest.raises(BundleError, match="no longer running|nothing to cancel"):
+        cancel(state.bundle)
+
+
+def test_cancel_refuses_a_process_that_is_not_the_bundles_writer(tmp_path: Path) -> None:
+    bundle = tmp_path / "fake-bundle"
+    bundle.mkdir()
+    started = {
+        "kind": "run_started",
+        "run_id": "fake",
+        "at": "2026-01-01T00:00:00+00:00",
+        "bundle": str(bundle),
+        "config": {},
+        "rounds": 3,
+        "n_agents": 1,
+        "backend": "local",
+        "pid": os.getpid(),  # alive, but this test process holds no writer lock on it
+        "host": socket.gethostname(),
+    }
+    (bundle / "events.jsonl").write_text(json.dumps(started) + "\n", encoding="utf-8")
+    with pytest.raises(BundleError, match=f"its writer \\(pid {os.getpid()}\\) is no longer"):
+        cancel(bundle)
+    with pytest.raises(ConfigError, match="neither a launch folder nor a result bundle"):
+        cancel(tmp_path / "nothing")
+
+
+def test_a_run_reads_finished_only_once_its_manifest_is_final(
+    tmp_path: Path, make_config: Callable[..., RunConfig]
+) -> None:
+    from workbench.runtime import run
+
+    done = run(make_config(policy={"kind": "level_k"}), out_dir=tmp_path, progress=False)
+    assert bundle_state(done.path).status == "complete"
+    manifest = done.path / "manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    # as between the run's last event and its manifest: events say complete, manifest not yet
+    manifest.write_text(json.dumps({**data, "status": "running", "finished_at": None}))
+    assert bundle_state(done.path).status == "running"  # this process (the writer) lives
+    events = done.path / "events.jsonl"
+    lines = events.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    first["pid"] = int(dead.stdout)  # a writer that is gone
+    events.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    state = bundle_state(done.path)
+    assert state.status == "failed" and "died without finishing" in (state.error or "")

@@ -1,0 +1,330 @@
+"""RunLauncher: the settings become the CLI's RunConfig; Run starts a real detached run whose
+progress, round table and result the component reads from disk; bad settings and unreachable
+endpoints show a message and start nothing; a new launcher re-attaches to a live run; Cancel
+marks it cancelled. No browser: params are set and state asserted, `__panel__()` built."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import holoviews as hv
+import pandas as pd
+import panel as pn
+import pytest
+from cli_helpers import workbench
+from fake_openai import FakeServer
+from ports import free_port
+
+from workbench.config import PopulationSpec, load_run_config
+from workbench.results import Bundle
+from workbench.ui import PopulationEditor
+from workbench.ui.launches import LAUNCHES_DIR, launches
+from workbench.ui.processes import process_alive
+from workbench.ui.run_launcher import CSS, RunLauncher, quickstart_population
+
+EDUCATION_YAML = Path(__file__).resolve().parents[2] / "personas" / "paper-education.yaml"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals and /proc"),
+]
+
+WAIT_S = 90.0
+
+
+def until(
+    check: Callable[[], bool], timeout_s: float = WAIT_S, step: Callable[[], None] = lambda: None
+) -> None:
+    """Call `step` and poll `check` until it holds; AssertionError after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        step()
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"not reached within {timeout_s} s")
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Iterator[Path]:
+    """A results folder; any run still live at the end is killed."""
+    folder = tmp_path / "results"
+    yield folder
+    pids = [s.launch.pid for s in launches(folder) if s.launch is not None]
+    for pid in pids:
+        if process_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    until(lambda: not any(process_alive(pid) for pid in pids), 10)
+
+
+def finished(launcher: RunLauncher) -> bool:
+    return launcher.status in ("complete", "failed", "cancelled")
+
+
+def test_the_settings_are_the_clis_config(education_spec: PopulationSpec) -> None:
+    launcher = RunLauncher(results_dir="unused", n_agents=12, seed=3, rounds=4, ratio=0.5)
+    config = launcher.config()
+    assert config.population == quickstart_population() == education_spec
+    assert (config.n_agents, config.seed, config.game.rounds, config.game.ratio) == (12, 3, 4, 0.5)
+    assert config.policy.kind == "llm" and config.model.kind == "embedded"
+    assert config.model.max_tokens == 4 and config.backend.kind == "local"
+
+    launcher.param.update(
+        policy="level_k",
+        level_k_tau=1.5,
+        backend="ray",
+        agents_per_actor=5,
+        ray_address="127.0.0.1:6379",
+        prompt_style="step_by_step",
+        rational_note=True,
+        offset=5,
+    )
+    config = launcher.config()
+    assert config.policy.kind == "level_k" and config.policy.tau == 1.5
+    assert config.backend.kind == "ray" and config.backend.agents_per_shard == 5
+    assert config.backend.address == "127.0.0.1:6379"
+    assert config.game.prompt.style == "step_by_step" and config.game.prompt.rational_note
+    assert config.game.offset == 5
+
+    launcher.param.update(
+        policy="llm",
+        model_kind="openai",
+        base_urls="http://a:1/v1, http://b:2/v1",
+        model_name="m",
+        backend="local",
+    )
+    assert launcher.config().model.base_urls == ["http://a:1/v1", "http://b:2/v1"]
+
+    editor = PopulationEditor()
+    editor.load(EDUCATION_YAML)
+    bound = RunLauncher.for_editor(editor, results_dir="unused")
+    editor.n, editor.seed = 77, 9
+    config = bound.config()
+    assert config.population == editor.spec == education_spec
+    assert (config.n_agents, config.seed) == (77, 9)  # the agents the preview shows
+
+
+def test_an_impossible_population_or_n_0_shows_a_message_and_starts_nothing(
+    results: Path,
+) -> None:
+    editor = PopulationEditor()
+    editor.load(EDUCATION_YAML)
+    launcher = RunLauncher.for_editor(editor, results_dir=str(results), policy="level_k")
+    editor.set_share("education", "doctoral degree", 0.13)  # shares no longer sum to 1
+    assert editor.spec is None and "shares must sum to 1" in editor.message
+    assert launcher.run() is None
+    assert launcher.message == editor.message and launcher.message_failed
+    editor.normalize("education")
+    editor.n = 0
+    assert launcher.run() is None
+    assert launcher.message.startswith("run config: n_agents: ")
+    assert not results.exists()
+
+
+def test_bad_settings_show_the_clis_message_and_start_nothing(results: Path) -> None:
+    launcher = RunLauncher(results_dir=str(results), policy="level_k", low=50, high=10)
+    assert launcher.run() is None
+    assert launcher.message == "run config: game: low must be < high, got low=50.0, high=10.0"
+    assert launcher.message_failed and launcher.status == ""
+    launcher.param.update(low=0, high=100, policy="llm", model_kind="openai", base_urls="")
+    assert asyncio.run(launcher.arun()) is None
+    assert "kind openai needs base_urls" in launcher.message
+    assert not (results / LAUNCHES_DIR).exists()
+
+
+def test_an_unreachable_endpoint_shows_before_anything_starts(results: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    launcher = RunLauncher(
+        results_dir=str(results), model_kind="openai", base_urls=url, model_name="m"
+    )
+    assert not launcher.check()
+    assert launcher.check_failed and f"cannot reach {url}" in launcher.check_message
+    assert asyncio.run(launcher.arun()) is None
+    assert launcher.message_failed and f"cannot reach {url}" in launcher.message
+    assert not results.exists() and not launcher.busy
+    with FakeServer(model="m") as server:
+        launcher.base_urls = server.url
+        assert asyncio.run(launcher.acheck())
+        assert launcher.check_message == f"reachable: {server.url} serve m"
+        assert not launcher.check_failed
+
+
+def test_a_run_fills_in_its_tables_and_shows_its_result(results: Path) -> None:
+    seen: list[str] = []
+    launcher = RunLauncher(
+        results_dir=str(results),
+        policy="level_k",
+        n_agents=30,
+        rounds=3,
+        agents_per_actor=10,
+        run_name="lk",
+        on_finished=seen.append,
+    )
+    record = asyncio.run(launcher.arun())
+    assert record is not None and launcher.launch_id == record.launch_id
+    assert launcher.message == f"started {record.launch_id} (pid {record.pid})"
+    until(lambda: finished(launcher), step=launcher.refresh)
+    assert launcher.status == "complete" and launcher.error == ""
+    assert (launcher.rounds_done, launcher.rounds_total) == (3, 3)
+    bundle = Bundle.open(launcher.bundle)
+    assert launcher.finished_bundle == launcher.bundle and seen == [launcher.bundle]
+    rounds = launcher.round_stats
+    assert list(rounds["round"]) == [1, 2, 3]
+    assert list(rounds["mean"]) == pytest.approx(list(bundle.rounds()["mean"]))
+    assert list(rounds["target"]) == pytest.approx(list(bundle.rounds()["target"]))
+    shards = launcher.shards
+    assert list(shards["shard"]) == [0, 1, 2] and list(shards["agents"]) == [10, 10, 10]
+    assert list(shards["answered"]) == [10, 10, 10] and set(shards["state"]) == {"done"}
+    assert launcher.recent.loc[0, "status"] == "complete"
+    assert launcher.recent.loc[0, "launch_id"] == record.launch_id
+
+    view = launcher.__panel__()
+    view.get_root()
+    classes = {c for obj in view.select(pn.viewable.Viewable) for c in obj.css_classes or []}
+    assert set(CSS.values()) - {"wb-launcher-error"} <= classes
+    tables = {t.css_classes[0]: t for t in view.select(pn.widgets.Tabulator)}
+    assert len(tables[CSS["rounds"]].value) == 3 and tables[CSS["rounds"]].pagination == "remote"
+    assert len(tables[CSS["shards"]].value) == 3
+    (histogram, by_education) = [p.object for p in view.select(pn.pane.HoloViews)]
+    (bars,) = histogram.traverse(lambda e: e, [hv.Histogram])
+    last = bundle.rounds().iloc[-1]
+    assert bars.dimension_values("count").sum() == last["n_valid"] == 30  # round 3's guesses
+    assert isinstance(by_education, hv.NdLayout)
+    assert {str(k) for k in by_education.keys()} == set(bundle.personas()["education"].astype(str))
+    status = [m.object for m in view.select(pn.pane.Markdown) if CSS["status"] in m.css_classes]
+    assert status == [f"**complete** · rounds 3 / 3 · bundle `{launcher.bundle}`"]
+    launcher.refresh()
+    assert seen == [launcher.bundle]  # told once, not at every refresh
+
+
+def test_a_new_launcher_reattaches_to_a_live_run_and_cancels_it(results: Path) -> None:
+    first = RunLauncher(
+        results_dir=str(results),
+        policy="random",
+        random_latency_s=1.0,
+        n_agents=20,
+        rounds=6,
+        run_name="slow",
+    )
+    record = first.run()
+    assert record is not None
+    until(lambda: first.rounds_done >= 1, step=first.refresh)
+
+    again = RunLauncher(results_dir=str(results))  # a reloaded page, a restarted dashboard
+    assert again.launch_id == record.launch_id and again.status == "running"
+    assert again.bundle == first.bundle and again.rounds_total == 6
+    done = again.rounds_done
+    until(lambda: again.rounds_done > done, step=again.refresh)  # live progress, from disk
+    assert len(again.round_stats) == again.rounds_done and len(again.shards) == 1
+
+    assert again.cancel_run() and "cancel sent" in again.message
+    until(lambda: finished(again), 30, step=again.refresh)
+    assert again.status == "cancelled" and "CancelledError" in again.error
+    assert again.finished_bundle is None and Bundle.open(again.bundle).status == "cancelled"
+    view = again.__panel__()
+    view.get_root()
+    errors = [a for a in view.select(pn.pane.Alert) if CSS["error"] in a.css_classes]
+    assert [a.visible for a in errors] == [True] and "cancelled: " in errors[0].object
+    buttons = {b.css_classes[0]: b for b in view.select(pn.widgets.Button)}
+    assert buttons[CSS["cancel"]].disabled and not buttons[CSS["run"]].disabled
+    assert RunLauncher(results_dir=str(results)).status == ""  # nothing live to re-attach to
+    again.results_dir = str(results.parent / "elsewhere")  # another folder: nothing followed
+    assert (again.status, again.launch_id, again.bundle, len(again.recent)) == ("", None, None, 0)
+
+
+def test_a_bundle_run_from_the_cli_is_reattached_too(
+    results: Path, tmp_path: Path, make_config
+) -> None:
+    import subprocess
+
+    from workbench.config import save_yaml
+
+    config = make_config(policy={"kind": "random", "latency_s": 1.0}, n_agents=10, rounds=4)
+    path = save_yaml(config, tmp_path / "slow.yaml")
+    args = [sys.executable, "-m", "workbench.cli", "run", str(path), "--out", str(results)]
+    proc = subprocess.Popen(
+        [*args, "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        until(lambda: RunLauncher(results_dir=str(results)).status == "running")
+        launcher = RunLauncher(results_dir=str(results))
+        assert launcher.launch_id is None and Path(launcher.bundle).parent == results
+        assert launcher.cancel_run()
+        assert proc.wait(timeout=30) == 130
+        launcher.refresh()
+        assert launcher.status == "cancelled"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_an_embedded_model_run_equals_the_clis(results: Path, tmp_path: Path) -> None:
+    launcher = RunLauncher(results_dir=str(results), n_agents=8, rounds=1, n_threads=1)
+    record = launcher.run()
+    assert record is not None, launcher.message
+    until(lambda: finished(launcher), step=launcher.refresh)
+    assert launcher.status == "complete", launcher.error
+    assert int(launcher.shards["tokens"].sum()) > 0
+
+    direct = workbench("run", record.config_path, "--out", tmp_path / "direct", cwd=tmp_path)
+    assert direct.returncode == 0, direct.stderr
+    (other,) = (tmp_path / "direct").iterdir()
+    columns = ["agent_id", "round", "guess", "status", "raw", "completion_tokens"]
+    launched, cli = Bundle.open(launcher.bundle), Bundle.open(other)
+    pd.testing.assert_frame_equal(launched.responses()[columns], cli.responses()[columns])
+    assert load_run_config(record.config_path) == launcher.config()
+
+
+def test_a_served_page_follows_its_run_by_itself(results: Path) -> None:
+    """A page opened during a run re-attaches to it, and its periodic callback reads the
+    progress on the server's loop: no one calls refresh()."""
+    import panel.models  # noqa: F401  (the document holds Panel's own bokeh models)
+    from bokeh.client import pull_session
+
+    record = RunLauncher(
+        results_dir=str(results), policy="random", random_latency_s=0.5, n_agents=10, rounds=3
+    ).run()
+    assert record is not None
+    made: list[RunLauncher] = []
+
+    def page() -> RunLauncher:
+        made.append(RunLauncher(results_dir=str(results), refresh_s=0.2))
+        return made[-1]
+
+    port = free_port()
+    server = pn.serve(
+        page,
+        port=port,
+        address="127.0.0.1",
+        websocket_origin=[f"127.0.0.1:{port}"],
+        threaded=True,
+        show=False,
+        liveness=True,
+    )
+    try:
+        until(lambda: _answers(f"http://127.0.0.1:{port}/liveness"), 30)
+        with pull_session(url=f"http://127.0.0.1:{port}/"):
+            until(lambda: len(made) == 1, 30)
+            (launcher,) = made
+            assert launcher.launch_id == record.launch_id  # re-attached on opening
+            until(lambda: launcher.finished_bundle is not None)  # the periodic callback alone
+            assert launcher.status == "complete" and launcher.finished_bundle == launcher.bundle
+            assert list(launcher.round_stats["round"]) == [1, 2, 3]
+    finally:
+        server.stop()
+
+
+def _answers(url: str) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(url, timeout=2.0).status_code == 200
+    except httpx.TransportError:
+        return False

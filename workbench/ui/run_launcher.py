@@ -1,0 +1,448 @@
+"""RunLauncher: set up a game, start it as a detached run, follow it live, see its result.
+
+The settings (game, prompt variant, policy, model or endpoint, backend) become one `RunConfig`,
+validated as the CLI validates it; Run hands it to `launches.launch` off the event loop, which
+checks the model (an unreachable endpoint is named in the page before anything starts) and
+starts `workbench run` in its own process. Progress comes from the bundle's events on disk
+(`run_tables.RunFollower`, reading only what was appended), refreshed by a periodic callback when
+served or by `refresh()`: per shard, per round, the status a dead writer cannot fake. A new
+RunLauncher on the same results folder re-attaches to the newest live run, so a reloaded page or
+a restarted dashboard shows it again. A finished run shows its guesses by a persona column
+(`viz.plots`), and `finished_bundle` tells the page which bundle it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import panel as pn
+import param
+
+from workbench.config import RunConfig
+from workbench.errors import WorkbenchError
+from workbench.results import Bundle
+from workbench.runtime.events import RunState
+from workbench.ui.launch_settings import LaunchSettings, quickstart_population
+from workbench.ui.launches import (
+    Launch,
+    LaunchState,
+    cancel,
+    check_model,
+    error_text,
+    launch,
+    launch_state,
+    launches,
+    run_state_status,
+    running_bundles,
+)
+from workbench.ui.run_tables import (
+    LAUNCH_COLUMNS,
+    ROUND_COLUMNS,
+    SHARD_COLUMNS,
+    RunFollower,
+    launches_table,
+    round_table,
+    shard_table,
+)
+from workbench.viz import plots
+
+__all__ = ["CSS", "LaunchSettings", "RunLauncher", "quickstart_population"]
+
+CSS = {
+    "run": "wb-launcher-run",
+    "cancel": "wb-launcher-cancel",
+    "check": "wb-launcher-check",
+    "message": "wb-launcher-message",
+    "check_message": "wb-launcher-check-message",
+    "status": "wb-launcher-status",
+    "error": "wb-launcher-error",
+    "shards": "wb-launcher-shards",
+    "rounds": "wb-launcher-rounds",
+    "launches": "wb-launcher-launches",
+    "result": "wb-launcher-result",
+}
+"""The stable CSS classes of the page's key parts (for browser tests and styling)."""
+
+LIVE = ("starting", "running")
+PAGE_ERRORS = (WorkbenchError, OSError)
+"""What a launch, a check or a cancel may raise that the page shows as its message (the
+workbench's own errors; a folder that cannot be written); anything else is a bug."""
+RECENT_EVERY_S = 5.0
+"""How often the periodic refresh reads the recent launches (progress is read every tick)."""
+
+
+class RunLauncher(LaunchSettings, pn.viewable.Viewer):
+    """Game, policy, model and backend settings; Run, Cancel, and the run's live progress.
+
+    `run()` (or `await arun()`, what the Run button does) starts a run; `refresh()` reads its
+    progress from disk (a periodic callback does it when served); `cancel_run()` interrupts it.
+    Errors never raise into the page: they land in `message` (settings, launch) or `error`
+    (the run's own failure).
+    """
+
+    # ---- the page ---------------------------------------------------------------------------
+    plot_by = param.String(
+        "education", doc="persona column the finished run's guesses are drawn by"
+    )
+    refresh_s = param.Number(
+        1.0, bounds=(0.1, 60), doc="seconds between progress refreshes when served"
+    )
+    recent_limit = param.Integer(10, bounds=(1, 200), doc="launches listed in the recent table")
+    on_finished = param.Callable(
+        None,
+        allow_None=True,
+        doc="called with the bundle path when the followed run completes",
+    )
+
+    # ---- outputs ----------------------------------------------------------------------------
+    message = param.String(
+        "", doc="output: why nothing started (a ConfigError or model error), or what happened"
+    )
+    message_failed = param.Boolean(False, doc="output: message is an error")
+    check_message = param.String("", doc="output: the Check button's verdict")
+    check_failed = param.Boolean(False, doc="output: check_message is an error")
+    busy = param.Boolean(False, doc="output: a launch or a check is under way")
+    launch_id = param.String(None, allow_None=True, doc="output: the followed launch's id")
+    bundle = param.String(None, allow_None=True, doc="output: the followed run's bundle path")
+    status = param.String(
+        "", doc="output: the followed run's status: starting, running, complete, failed, cancelled"
+    )
+    rounds_done = param.Integer(0, doc="output: rounds the followed run has finished")
+    rounds_total = param.Integer(0, doc="output: rounds the followed run plays")
+    error = param.String("", doc="output: why the followed run failed or was cancelled")
+    shards = param.DataFrame(
+        default=pd.DataFrame(columns=list(SHARD_COLUMNS)),
+        doc="output: each shard's latest progress (shard, round, node, agents, answered, "
+        "state, errors, tokens)",
+    )
+    round_stats = param.DataFrame(
+        default=pd.DataFrame(columns=[*ROUND_COLUMNS, "note"]),
+        doc="output: the followed run's finished rounds (from its RoundFinished events)",
+    )
+    recent = param.DataFrame(
+        default=pd.DataFrame(columns=list(LAUNCH_COLUMNS)),
+        doc="output: recent launches, newest first, with status and error",
+    )
+    finished_bundle = param.String(
+        None, allow_None=True, doc="output: the bundle of the followed run once it completed"
+    )
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self._launch: Launch | None = None
+        self._follower: RunFollower | None = None
+        self._listed_at = -math.inf
+        self._callbacks: set[int] = set()
+        self._reattach()
+
+    # ---- actions ----------------------------------------------------------------------------
+
+    def _say(self, text: str, failed: bool) -> None:
+        with param.parameterized.batch_call_watchers(self):
+            self.message, self.message_failed = text, failed
+
+    def _config_or_message(self) -> RunConfig | None:
+        try:
+            return self.config()
+        except WorkbenchError as exc:
+            self._say(error_text(exc), True)
+            return None
+
+    def _started(self, result: Launch | BaseException) -> Launch | None:
+        if isinstance(result, BaseException):
+            self._say(error_text(result), True)
+            return None
+        self._say(f"started {result.launch_id} (pid {result.pid})", False)
+        self.attach(result)
+        return result
+
+    def run(self) -> Launch | None:
+        """Validate, check the model and start the run (blocking: for notebooks and tests);
+        the launch, or None with the reason in `message`."""
+        config = self._config_or_message()
+        if config is None or self.busy:
+            return None
+        self.busy = True
+        try:
+            result: Launch | BaseException = launch(config, self.results_dir)
+        except PAGE_ERRORS as exc:
+            result = exc
+        finally:
+            self.busy = False
+        return self._started(result)
+
+    async def arun(self) -> Launch | None:
+        """`run()` with the model check and the start in a thread: the page stays live."""
+        config = self._config_or_message()
+        if config is None or self.busy:
+            return None
+        self.busy = True
+        self._say("checking the model and starting the run ...", False)
+        try:
+            result: Launch | BaseException = await asyncio.to_thread(
+                launch, config, self.results_dir
+            )
+        except PAGE_ERRORS as exc:
+            result = exc
+        finally:
+            self.busy = False
+        return self._started(result)
+
+    def check(self) -> bool:
+        """Check the model as a run would (blocking); the verdict in `check_message`."""
+        config = self._config_or_message()
+        if config is None:
+            return False
+        return self._checked(_check(config))
+
+    async def acheck(self) -> bool:
+        """`check()` in a thread: the page stays live while an endpoint is asked."""
+        config = self._config_or_message()
+        if config is None:
+            return False
+        self.busy = True
+        try:
+            verdict = await asyncio.to_thread(_check, config)
+        finally:
+            self.busy = False
+        return self._checked(verdict)
+
+    def _checked(self, verdict: tuple[bool, str]) -> bool:
+        ok, text = verdict
+        with param.parameterized.batch_call_watchers(self):
+            self.check_message, self.check_failed = text, not ok
+        return ok
+
+    def cancel_run(self) -> bool:
+        """Interrupt the followed run (SIGINT to its writer; it marks the bundle cancelled)."""
+        target: Launch | Path | None = self._launch
+        if target is None and self.bundle:
+            target = Path(self.bundle)
+        if target is None:
+            self._say("no run to cancel", True)
+            return False
+        try:
+            pid = cancel(target)
+        except PAGE_ERRORS as exc:
+            self._say(error_text(exc), True)
+            return False
+        self._say(f"cancel sent to the run (pid {pid}); it marks its bundle cancelled", False)
+        return True
+
+    # ---- following --------------------------------------------------------------------------
+
+    def attach(self, target: Launch | str | Path) -> None:
+        """Follow a launch, or a bundle (its run started anywhere); then `refresh()`."""
+        self._launch, self._follower = None, None
+        if isinstance(target, Launch):
+            self._launch = target
+            if target.bundle is not None:
+                self._follower = RunFollower(Path(target.bundle))
+        else:
+            self._follower = RunFollower(Path(target))
+        with param.parameterized.batch_call_watchers(self):
+            self.finished_bundle = None
+            self.launch_id = self._launch.launch_id if self._launch else None
+            self.bundle = str(self._follower.bundle) if self._follower else None
+            self.status, self.error, self.rounds_done = "starting", "", 0
+        self.refresh()
+
+    @param.depends("results_dir", watch=True)
+    def _reattach(self) -> None:
+        """Follow the newest live launch in results_dir, else the newest live bundle."""
+        self._launch, self._follower = None, None
+        live: LaunchState | None = next(
+            (s for s in launches(self.results_dir, self.recent_limit) if s.status in LIVE), None
+        )
+        if live is not None and live.launch is not None:
+            self.attach(live.launch)
+            return
+        bundles = running_bundles(self.results_dir)
+        if bundles:
+            self.attach(bundles[0])
+            return
+        with param.parameterized.batch_call_watchers(self):
+            self.launch_id = self.bundle = self.finished_bundle = None
+            self._show(None)
+        self._list_recent()
+
+    def _current(self) -> LaunchState | None:
+        """The followed run's state now (the bundle's new events only, once it has one)."""
+        if self._follower is None and self._launch is not None:
+            state = launch_state(self._launch)
+            if state.bundle is None:
+                return state
+            self._follower = RunFollower(state.bundle)
+        if self._follower is None:
+            return None
+        run: RunState = self._follower.poll()
+        state = run_state_status(run, self._follower.bundle, self._launch)
+        if state.status == "starting" and self._launch is not None:
+            from_launch = launch_state(self._launch)  # exited before its first event?
+            if from_launch.finished:
+                return from_launch
+        return state
+
+    def refresh(self, *, recent: bool = True) -> None:
+        """Read the followed run's progress (its new events only) and, with `recent`, the
+        recent launches from disk."""
+        was = self.status
+        self._show(self._current())
+        if recent or self.status != was:
+            self._list_recent()
+
+    def _tick(self) -> None:
+        """The periodic refresh: progress every tick, the recent list every RECENT_EVERY_S."""
+        self.refresh(recent=time.monotonic() - self._listed_at > RECENT_EVERY_S)
+
+    def _list_recent(self) -> None:
+        self._set_frame("recent", launches_table(launches(self.results_dir, self.recent_limit)))
+        self._listed_at = time.monotonic()
+
+    def _show(self, state: LaunchState | None) -> None:
+        was = self.status
+        run = state.run if state is not None else None
+        with param.parameterized.batch_call_watchers(self):
+            self._set_frame("shards", shard_table(run))
+            self._set_frame("round_stats", round_table(run))
+            if state is None:
+                self.status, self.error, self.rounds_done, self.rounds_total = "", "", 0, 0
+                return
+            self.status = state.status
+            self.error = state.error or ""
+            self.rounds_done, self.rounds_total = state.rounds_done, state.rounds
+            self.bundle = str(state.bundle) if state.bundle is not None else None
+        if state.status == "complete" and was != "complete" and state.bundle is not None:
+            self.finished_bundle = str(state.bundle)
+            if self.on_finished is not None:
+                self.on_finished(str(state.bundle))
+
+    def _set_frame(self, name: str, frame: pd.DataFrame) -> None:
+        """Set a table param only when it changed: an unchanged table sends nothing."""
+        if not frame.equals(getattr(self, name)):
+            setattr(self, name, frame)
+
+    # ---- the page ---------------------------------------------------------------------------
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        """Settings, Run / Check / Cancel, messages, status, shard and round tables, result."""
+        run = pn.widgets.Button(
+            label="Run", color="primary", disabled=self.param.busy, css_classes=[CSS["run"]]
+        )
+        run.on_click(self._on_run)
+        check = pn.widgets.Button(
+            label="Check", variant="outline", disabled=self.param.busy, css_classes=[CSS["check"]]
+        )
+        check.on_click(self._on_check)
+        cancel_button = pn.widgets.Button(
+            label="Cancel",
+            color="danger",
+            variant="outline",
+            disabled=pn.bind(lambda s: s not in LIVE, self.param.status),
+            css_classes=[CSS["cancel"]],
+        )
+        cancel_button.on_click(lambda _: self.cancel_run())
+        doc = pn.state.curdoc
+        if doc is not None and id(doc) not in self._callbacks:  # served or rendered: poll disk
+            self._callbacks.add(id(doc))
+            pn.state.add_periodic_callback(self._tick, period=int(self.refresh_s * 1000))
+        table = {"disabled": True, "show_index": False, "pagination": "remote", "page_size": 20}
+        return pn.Column(
+            self.settings_view(),
+            pn.Row(
+                run,
+                cancel_button,
+                check,
+                pn.indicators.LoadingSpinner(value=self.param.busy, size=24),
+            ),
+            pn.bind(_alert, self.param.message, self.param.message_failed, CSS["message"]),
+            pn.bind(
+                _alert, self.param.check_message, self.param.check_failed, CSS["check_message"]
+            ),
+            pn.pane.Markdown(
+                pn.bind(
+                    self._status_line,
+                    self.param.status,
+                    self.param.rounds_done,
+                    self.param.rounds_total,
+                    self.param.bundle,
+                ),
+                css_classes=[CSS["status"]],
+            ),
+            pn.bind(_error_alert, self.param.error, self.param.status),
+            pn.pane.Markdown("### Shards"),
+            pn.widgets.Tabulator.from_param(
+                self.param.shards, css_classes=[CSS["shards"]], **table
+            ),
+            pn.pane.Markdown("### Rounds"),
+            pn.widgets.Tabulator.from_param(
+                self.param.round_stats, css_classes=[CSS["rounds"]], **table
+            ),
+            pn.bind(self._result_view, self.param.finished_bundle, self.param.plot_by),
+            pn.pane.Markdown("### Recent launches"),
+            pn.widgets.Tabulator.from_param(
+                self.param.recent, css_classes=[CSS["launches"]], **table
+            ),
+        )
+
+    async def _on_run(self, _: Any) -> None:
+        await self.arun()
+
+    async def _on_check(self, _: Any) -> None:
+        await self.acheck()
+
+    @staticmethod
+    def _status_line(status: str, done: int, total: int, bundle: str | None) -> str:
+        if not status:
+            return "no run followed"
+        where = f" · bundle `{bundle}`" if bundle else ""
+        return f"**{status}** · rounds {done} / {total}{where}"
+
+    def _result_view(self, bundle: str | None, by: str) -> pn.viewable.Viewable:
+        """The completed run's histogram and its guesses by `by` (or, when its population
+        has no such dimension, by its first)."""
+        if not bundle:
+            return pn.Column(visible=False)
+        try:
+            parts: list[Any] = [pn.pane.HoloViews(plots.histogram(bundle))]
+            population = Bundle.open(bundle).config.population
+            names = [d.name for d in getattr(population, "dimensions", [])]
+            column = by if by in names else (names[0] if names else None)
+            if column is not None:
+                parts.append(pn.pane.Markdown(f"Guesses by **{column}**"))
+                parts.append(pn.pane.HoloViews(plots.distribution(bundle, column)))
+        except WorkbenchError as exc:
+            return _alert(error_text(exc), True, CSS["result"])
+        return pn.Column(pn.pane.Markdown("### Result"), *parts, css_classes=[CSS["result"]])
+
+
+def _check(config: RunConfig) -> tuple[bool, str]:
+    """(ok, what was checked or why it failed) for a config's model."""
+    try:
+        return True, check_model(config)
+    except PAGE_ERRORS as exc:
+        return False, error_text(exc)
+
+
+def _alert(text: str, failed: bool, css: str) -> pn.viewable.Viewable:
+    return pn.pane.Alert(
+        text or "-",
+        alert_type="danger" if failed else "info",
+        visible=bool(text),
+        css_classes=[css],
+    )
+
+
+def _error_alert(error: str, status: str) -> pn.viewable.Viewable:
+    shown = bool(error) and status in ("failed", "cancelled")
+    return pn.pane.Alert(
+        f"{status}: {error}" if shown else "-",
+        alert_type="danger" if status == "failed" else "warning",
+        visible=shown,
+        css_classes=[CSS["error"]],
+    )

@@ -1,0 +1,118 @@
+"""What the launcher shows of a run, as tables: shards, rounds, recent launches.
+
+`RunFollower` keeps a bundle's `RunState` current by reading only the events appended since
+its last poll; the tables are built from a RunState (the run's own events), so a page shows
+what the run reported, the same whether it started here or anywhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from workbench.results import read_events
+from workbench.runtime.events import RunState, event_from_dict, round_note
+
+if TYPE_CHECKING:
+    from workbench.ui.launches import LaunchState
+
+__all__ = [
+    "LAUNCH_COLUMNS",
+    "ROUND_COLUMNS",
+    "SHARD_COLUMNS",
+    "RunFollower",
+    "launches_table",
+    "round_table",
+    "shard_table",
+]
+
+ROUND_COLUMNS: dict[str, str] = {
+    "round": "round",
+    "n": "n",
+    "n_valid": "n_valid",
+    "failed": "n_failed",
+    "mean": "mean",
+    "median": "median",
+    "target": "target",
+    "winning": "winning_guess",
+    "n_winners": "n_winners",
+    "seconds": "seconds",
+}
+"""The round table's columns: header -> round statistic (a `note` column follows)."""
+SHARD_COLUMNS = ("shard", "round", "node", "agents", "answered", "state", "errors", "tokens")
+"""The per-shard progress table's columns."""
+LAUNCH_COLUMNS = ("launch_id", "started_at", "status", "rounds", "bundle", "error")
+"""The recent-launches table's columns."""
+
+
+@dataclass
+class RunFollower:
+    """A bundle's RunState kept up to date by reading only the events appended since the last
+    call (`poll()`): cheap enough for a periodic callback however long the run."""
+
+    bundle: Path
+    state: RunState = field(default_factory=RunState)
+    offset: int = 0
+
+    def poll(self) -> RunState:
+        """Apply the events appended since the last poll; the state."""
+        records, self.offset = read_events(self.bundle, self.offset)
+        for record in records:
+            event = event_from_dict(record)
+            if event is not None:
+                self.state.apply(event)
+        return self.state
+
+
+def shard_table(state: RunState | None) -> pd.DataFrame:
+    """Each shard's latest progress: shard, round, node, agents, answered, state, errors
+    (count by kind, e.g. "timeout: 2"), tokens (prompt + completion)."""
+    rows = []
+    for shard, progress in sorted((state.shards if state else {}).items()):
+        errors = ", ".join(f"{kind}: {n}" for kind, n in sorted(progress.errors.items()))
+        rows.append(
+            {
+                "shard": shard,
+                "round": progress.round,
+                "node": progress.node or "",
+                "agents": progress.agents,
+                "answered": progress.answered,
+                "state": progress.state,
+                "errors": errors,
+                "tokens": progress.prompt_tokens + progress.completion_tokens,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(SHARD_COLUMNS))
+
+
+def round_table(state: RunState | None) -> pd.DataFrame:
+    """One row per finished round from its RoundFinished statistics, with a note a round must
+    not hide ("no valid answers", "3 failed")."""
+    rows = [
+        {
+            **{header: stats.get(name) for header, name in ROUND_COLUMNS.items()},
+            "note": round_note(stats),
+        }
+        for stats in (state.stats if state else [])
+    ]
+    return pd.DataFrame(rows, columns=[*ROUND_COLUMNS, "note"])
+
+
+def launches_table(states: Iterable[LaunchState]) -> pd.DataFrame:
+    """Launches as rows: id, start, status, rounds done / rounds, bundle folder name, error."""
+    rows = [
+        {
+            "launch_id": s.launch_id or "",
+            "started_at": s.launch.started_at if s.launch else "",
+            "status": s.status,
+            "rounds": f"{s.rounds_done}/{s.rounds}",
+            "bundle": s.bundle.name if s.bundle else "",
+            "error": s.error or "",
+        }
+        for s in states
+    ]
+    return pd.DataFrame(rows, columns=list(LAUNCH_COLUMNS))
