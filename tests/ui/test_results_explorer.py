@@ -285,3 +285,16 @@ def test_a_run_still_going_says_so_until_its_first_round(education_spec, tmp_pat
             assert _alerts(view()) == ["live: no finished round yet (running); refresh after one"]
         assert explorer.by == "education"  # the personas are there already
         explorer.__panel__().get_root()
+
+
+def test_a_drawn_explorer_picks_up_a_bundle_that_appears_later(results, tmp_path) -> None:
+    """Drawn, the picker follows new choices at once and reads the bundle table: refresh must
+    set the table before the choices (the dashboard refreshes when a launch finishes)."""
+    folder = tmp_path / "later"
+    explorer = ResultsExplorer(results_dir=str(folder))
+    pn.panel(explorer).get_root()  # drawn: the picker widget has a model from here on
+    assert explorer.run_id is None
+    first = sorted(p for p in results.iterdir() if p.is_dir())[0]
+    shutil.copytree(first, folder / first.name)
+    explorer.refresh()
+    assert explorer.run_id == Bundle.open(folder / first.name).run_id

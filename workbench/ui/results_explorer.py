@@ -146,11 +146,11 @@ class ResultsExplorer(pn.viewable.Viewer):
             for r in rows.itertuples()
         }
         keep = self.run_id if self.run_id in ids else (ids[-1] if ids else None)
+        # the table first: a drawn picker follows new choices at once, reading the table
+        self.param.update(bundles=rows, damaged=damaged)
         self.param.run_id.objects = names
         self.param.compared.objects = ids
-        self.param.update(
-            bundles=rows, damaged=damaged, compared=[i for i in self.compared if i in ids]
-        )
+        self.compared = [i for i in self.compared if i in ids]
         if keep == self.run_id:
             self.param.trigger("run_id")  # the same bundle, reopened: a live run moved on
         else:
