@@ -75,18 +75,14 @@ NAMESPACE = "workbench"
 _ACTOR_NAME = re.compile(r"(?P<run_id>.+)/shard-(?P<index>\d+)(?:\.r[0-9a-f]+)?")
 
 
-RESPAWN_NAME_WAIT_S = 5.0
-"""How long a respawned shard actor waits for Ray to release its dead predecessor's name."""
-
-
 def actor_name(run_id: str, index: int) -> str:
     """The Ray name of a run's shard actor: `<run id>/shard-<index>`."""
     return f"{run_id}/shard-{index}"
 
 
 def parse_actor_name(name: str) -> tuple[str, int] | None:
-    """(run id, shard index) from a name `actor_name` gave (or the `.r<hex>` form a respawn takes
-    when the dead actor's name is still held); None for a name the workbench did not give."""
+    """(run id, shard index) from a name `actor_name` gave (or its `.r<hex>` form, taken when
+    that name is still held); None for a name the workbench did not give."""
     match = _ACTOR_NAME.fullmatch(name)
     if match is None:
         return None
@@ -333,9 +329,9 @@ class RayBackend:
         self.actors = [self._spawn(i) for i in range(len(self.shards))]
         await asyncio.gather(*(actor.where.remote() for actor in self.actors))
 
-    def _spawn(self, index: int, *, rename: bool = True) -> Any:
-        """A new actor for shard `index` on its round-robin node, named after the run (when
-        its name is still held: `rename` takes a suffixed one, else ActorAlreadyExistsError)."""
+    def _spawn(self, index: int) -> Any:
+        """A new actor for shard `index` on its round-robin node, named after the run (a name
+        still held, e.g. by a leftover actor of a resumed run, takes a `.r<hex>` suffix)."""
         ray = _ray()
         from ray.exceptions import ActorAlreadyExistsError
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -356,23 +352,14 @@ class RayBackend:
         try:
             return remote.options(**options, name=name, namespace=NAMESPACE).remote(*args)
         except ActorAlreadyExistsError:
-            if not rename:
-                raise
             name = f"{name}.r{secrets.token_hex(3)}"
             return remote.options(**options, name=name, namespace=NAMESPACE).remote(*args)
 
-    async def _respawn(self, index: int) -> Any:
-        """A new actor for shard `index` after its actor died, under the same name once Ray has
-        released it (it holds a dead actor's name a moment after the death is reported); after
-        RESPAWN_NAME_WAIT_S the new actor takes a suffixed name instead of waiting longer."""
-        from ray.exceptions import ActorAlreadyExistsError
-
-        deadline = time.monotonic() + RESPAWN_NAME_WAIT_S
-        while time.monotonic() < deadline:
-            try:
-                return self._spawn(index, rename=False)
-            except ActorAlreadyExistsError:
-                await asyncio.sleep(0.1)
+    def _respawn(self, index: int) -> Any:
+        """A new actor for shard `index` after its actor died, under the same name. This process
+        holds an actor's name for as long as it holds a handle of it, dead or not, so the dead
+        actor's handle goes first (a name still held elsewhere is suffixed, see `_spawn`)."""
+        self.actors[index] = None
         return self._spawn(index)
 
     def _model_of(self, node: str, index: int) -> Any:
@@ -431,7 +418,7 @@ class RayBackend:
                 self.restarts += 1
                 self.shards[index].forget_after(ctx.round - 1)
                 self.nodes = _alive_nodes() or self.nodes  # its node may be the one that died
-                self.actors[index] = await self._respawn(index)
+                self.actors[index] = self._respawn(index)
         raise AssertionError("unreachable")
 
     async def placement(self) -> list[dict[str, Any]]:

@@ -147,10 +147,12 @@ def connect(address: str) -> str:
     different cluster when this process is already connected to one (Ray joins one cluster per
     process: restart the dashboard to watch another).
     """
-    from workbench.runtime.ray_backend import _ray, check_address
+    from workbench.runtime.ray_backend import check_address
 
-    ray = _ray()
     check_address(address, field="ray_address")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # as a Ray run imports it
+    import ray
+
     if ray.is_initialized():
         current = ray.get_runtime_context().gcs_address
         if address not in (current, "auto"):
