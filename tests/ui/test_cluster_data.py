@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -146,14 +147,30 @@ def test_endpoints_of_a_running_run_report_their_health(make_config, llm_server,
 # --------------------------------------------------------------------------- Ray
 
 
-def test_not_connected_means_empty_tables_and_a_reason(local_run):
-    if cluster_data.is_connected():
-        pytest.skip("this session is connected to the test cluster already")
-    assert cluster_data.nodes().empty and list(cluster_data.nodes().columns) == list(NODE_COLUMNS)
-    assert "not connected" in cluster_data.cluster_summary()
-    assert cluster_data.named_actors(local_run.path.parent).empty
-    assert cluster_data.shutdown_idle(local_run.path.parent) == []
-    assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized()
+NOT_CONNECTED = """\
+import sys
+import ray
+from workbench.ui import cluster_data as cd
+root = sys.argv[1]
+assert cd.nodes().empty and list(cd.nodes().columns) == list(cd.NODE_COLUMNS)
+assert "not connected" in cd.cluster_summary()
+assert cd.named_actors(root).empty and cd.shutdown_idle(root) == []
+assert len(cd.shard_actors(root)) == 3
+assert not ray.is_initialized()  # nothing above started a cluster
+print("ok")
+"""
+
+
+def test_not_connected_means_empty_tables_a_reason_and_no_cluster_started(local_run):
+    """In a process that never joined Ray (this one may have: the session's test cluster)."""
+    done = subprocess.run(
+        [sys.executable, "-c", NOT_CONNECTED, str(local_run.path.parent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
 @pytest.mark.ray
