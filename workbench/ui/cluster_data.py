@@ -58,55 +58,26 @@ __all__ = [
     "is_connected",
     "named_actors",
     "nodes",
+    "process_usage",
+    "running_runs",
     "shard_actors",
     "shutdown_idle",
 ]
 
-NODE_COLUMNS: tuple[str, ...] = (
-    "node_id",
-    "address",
-    "hostname",
-    "alive",
-    "cpus",
-    "gpus",
-    "memory_gb",
-    "object_store_gb",
+NODE_COLUMNS: tuple[str, ...] = tuple(
+    "node_id address hostname alive cpus gpus memory_gb object_store_gb".split()
 )
 """Columns of `nodes()`: one row per Ray node (sizes are what the node declares)."""
 
-SHARD_COLUMNS: tuple[str, ...] = (
-    "run_id",
-    "run_status",
-    "backend",
-    "shard",
-    "node",
-    "address",
-    "pid",
-    "agents",
-    "state",
-    "round",
-    "rounds_done",
-    "answered",
-    "in_flight",
-    "errors",
-    "error_kinds",
-    "tokens",
-    "cpu_percent",
-    "rss_mb",
-    "answers_per_s",
-    "updated_at",
+SHARD_COLUMNS: tuple[str, ...] = tuple(
+    "run_id run_status backend shard node address pid agents state round rounds_done "
+    "answered in_flight errors error_kinds tokens cpu_percent rss_mb answers_per_s "
+    "updated_at".split()
 )
 """Columns of `shard_actors()`: one row per shard of each run shown (see its docstring)."""
 
-ENDPOINT_COLUMNS: tuple[str, ...] = (
-    "run_id",
-    "model",
-    "kind",
-    "name",
-    "base_url",
-    "health",
-    "detail",
-    "latency_ms",
+ENDPOINT_COLUMNS: tuple[str, ...] = tuple(
+    "run_id model kind name base_url health detail latency_ms".split()
 )
 """Columns of `endpoints()`: one row per model endpoint of each running run."""
 
