@@ -36,6 +36,7 @@ import pandas as pd
 from workbench.config import LLMPolicySpec, ModelSpec, RunConfig
 from workbench.errors import BundleError, ConfigError, ModelError, WorkbenchError
 from workbench.results import Bundle, list_bundles, read_events
+from workbench.results.layout import EVENTS_FILE
 from workbench.runtime.events import (
     RunStarted,
     RunState,
@@ -246,7 +247,7 @@ class RunTracker:
 
     def update(self) -> RunTracker:
         """Fold the events appended since the last call (from the start if the file shrank)."""
-        events = self.path / "events.jsonl"
+        events = self.path / EVENTS_FILE
         if events.exists() and events.stat().st_size < self.offset:  # rewritten: start over
             self.state, self.backend, self.shards, self.offset = RunState(), None, {}, 0
         records, self.offset = read_events(self.path, self.offset)
@@ -278,15 +279,19 @@ class RunTracker:
 
 _TRACKERS: dict[Path, RunTracker] = {}
 _TRACKERS_LOCK = threading.Lock()
+TRACKERS_KEPT = 64
+"""How many runs' trackers are kept between calls (several monitors may watch other folders)."""
 
 
 def _tracked(paths: Iterable[Path]) -> list[RunTracker]:
-    """Up-to-date trackers of these bundles (kept between calls; others dropped)."""
+    """Up-to-date trackers of these bundles (kept between calls, at most TRACKERS_KEPT)."""
     with _TRACKERS_LOCK:
         wanted = [Path(p) for p in paths]
-        for stale in set(_TRACKERS) - set(wanted):
+        trackers = [_TRACKERS.pop(p, None) or RunTracker(p) for p in wanted]
+        _TRACKERS.update(zip(wanted, trackers, strict=True))  # the newest last
+        for stale in list(_TRACKERS)[: max(len(_TRACKERS) - TRACKERS_KEPT, 0)]:
             del _TRACKERS[stale]
-        return [_TRACKERS.setdefault(p, RunTracker(p)).update() for p in wanted]
+        return [tracker.update() for tracker in trackers]
 
 
 def _shown_runs(results_dir: str | Path, recent: int) -> list[Path]:
