@@ -100,6 +100,7 @@ def test_an_address_that_does_not_answer_is_the_message(results):
     asyncio.run(monitor.refresh())
 
     assert monitor.message.startswith("ray_address: cannot reach a Ray cluster at '127.0.0.1:1'")
+    assert monitor.message_kind == "danger"
     assert monitor.shards["agents"].tolist() == [5, 5]  # the runs are shown all the same
     monitor.message = ""
     asyncio.run(monitor.refresh())
@@ -156,6 +157,7 @@ def test_a_live_cli_run_is_shown_and_cancelled(tmp_path):
         assert message == f"{run_id}: sent SIGINT to its writer (pid {proc.pid}); " + (
             "it stops as cancelled"
         )
+        assert monitor.message_kind == "success"
         proc.wait(timeout=20)
     finally:
         if proc.poll() is None:

@@ -117,6 +117,11 @@ class ClusterMonitor(pn.viewable.Viewer):
     message = param.String(
         default="", doc="What the last action did, or why the last refresh could not read."
     )
+    message_kind = param.Selector(
+        default="info",
+        objects=["info", "success", "warning", "danger"],
+        doc="How the message is shown: info, success (done), warning (nothing done), danger.",
+    )
     refreshing = param.Boolean(default=False, doc="Whether a refresh is reading now.")
 
     def __init__(self, **params: Any) -> None:
@@ -137,7 +142,7 @@ class ClusterMonitor(pn.viewable.Viewer):
             try:
                 cluster_data.connect(self.ray_address)
             except WorkbenchError as exc:
-                values["message"] = str(exc)
+                values.update(message=str(exc), message_kind="danger")
         root = self.results_dir
         running = cluster_data.running_runs(root)
         values.update(
@@ -159,7 +164,7 @@ class ClusterMonitor(pn.viewable.Viewer):
         try:
             values = await asyncio.to_thread(self.read)
         except READ_ERRORS as exc:
-            self.message = f"cannot refresh: {exc}"
+            self.param.update(message=f"cannot refresh: {exc}", message_kind="danger")
             return
         finally:
             self.refreshing = False
@@ -172,19 +177,21 @@ class ClusterMonitor(pn.viewable.Viewer):
     @param.depends("results_dir", "ray_address", watch=True)
     def _source_changed(self) -> None:
         """Another folder or cluster: the old message no longer applies."""
-        self.message = ""
+        self.param.update(message="", message_kind="info")
 
     async def cancel(self) -> str:
         """Cancel the run chosen in `run_id` (`cluster_data.cancel_run`: SIGINT to its writer
         on this host); the message says what was done."""
         if self.run_id is None or self.run_id not in self._running:
-            self.message = "no running run to cancel"
+            self.param.update(message="no running run to cancel", message_kind="info")
             return self.message
         path = Path(self._running[self.run_id])
         try:
-            self.message = await asyncio.to_thread(cluster_data.cancel_run, path)
+            said = await asyncio.to_thread(cluster_data.cancel_run, path)
         except WorkbenchError as exc:
-            self.message = str(exc)
+            said = str(exc)
+        sent = "sent SIGINT" in said
+        self.param.update(message=said, message_kind="success" if sent else "warning")
         await self.refresh()
         return self.message
 
@@ -194,13 +201,14 @@ class ClusterMonitor(pn.viewable.Viewer):
         try:
             killed = await asyncio.to_thread(cluster_data.shutdown_idle, self.results_dir)
         except READ_ERRORS as exc:
-            self.message = f"cannot shut down idle actors: {exc}"
+            self.param.update(message=f"cannot shut down idle actors: {exc}", message_kind="danger")
             return []
         await self.refresh()
-        self.message = (
-            f"shut down {len(killed)} idle actor(s): {', '.join(killed)}"
+        self.param.update(
+            message=f"shut down {len(killed)} idle actor(s): {', '.join(killed)}"
             if killed
-            else "no idle actors to shut down"
+            else "no idle actors to shut down",
+            message_kind="success" if killed else "info",
         )
         return killed
 
@@ -260,7 +268,7 @@ class ClusterMonitor(pn.viewable.Viewer):
         shutdown.on_click(self._on_shutdown)
         message = pn.pane.Alert(
             self.param.message,
-            alert_type="info",
+            alert_type=self.param.message_kind,
             visible=pn.bind(bool, self.param.message),
             css_classes=[CSS_CLASSES["message"]],
             margin=(5, 10),
