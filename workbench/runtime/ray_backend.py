@@ -8,12 +8,18 @@ node, per GPU or per cluster, see `engines`) that the shards on a node share.
 The driver keeps every shard's memory too, so an actor that dies mid-round is recreated with it
 and the round replayed: deterministic streams make the replay give the very answers the dead
 actor would have given, and no agent answers twice.
+
+Shard actors are named after their run (`actor_name`: `<run id>/shard-<i>` in the Ray namespace
+`NAMESPACE`) once the Simulation has told the backend its run id, so the cluster monitor finds
+them with Ray's public `list_named_actors` and can shut down those whose run has ended.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
+import secrets
 import socket
 import sys
 import time
@@ -63,11 +69,33 @@ REACH_TIMEOUT_S = 2.0
 """How long `connect` waits for a TCP answer from a cluster address before giving up."""
 
 
-def _address_error(address: str, why: str) -> ConfigError:
-    return ConfigError(
-        f"backend.address: cannot reach a Ray cluster at {address!r} ({why}); start one with "
-        "`ray start --head` or leave the address empty for a local cluster"
+NAMESPACE = "workbench"
+"""The Ray namespace of the workbench's named actors (what the cluster monitor lists)."""
+
+_ACTOR_NAME = re.compile(r"(?P<run_id>.+)/shard-(?P<index>\d+)(?:\.r[0-9a-f]+)?")
+
+
+def actor_name(run_id: str, index: int) -> str:
+    """The Ray name of a run's shard actor: `<run id>/shard-<index>`."""
+    return f"{run_id}/shard-{index}"
+
+
+def parse_actor_name(name: str) -> tuple[str, int] | None:
+    """(run id, shard index) from a name `actor_name` gave (or its `.r<hex>` form, taken when
+    that name is still held); None for a name the workbench did not give."""
+    match = _ACTOR_NAME.fullmatch(name)
+    if match is None:
+        return None
+    return match["run_id"], int(match["index"])
+
+
+def _address_error(address: str, why: str, field: str = "backend.address") -> ConfigError:
+    fix = (
+        "start one with `ray start --head` or leave the address empty for a local cluster"
+        if field == "backend.address"
+        else "start one with `ray start --head`, or check the address (host:port or 'auto')"
     )
+    return ConfigError(f"{field}: cannot reach a Ray cluster at {address!r} ({why}); {fix}")
 
 
 def _split_host_port(address: str) -> tuple[str, int] | None:
@@ -79,8 +107,10 @@ def _split_host_port(address: str) -> tuple[str, int] | None:
     return host, int(port)
 
 
-def check_address(address: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
-    """ConfigError naming backend.address unless a TCP connection to it opens within `timeout_s`.
+def check_address(
+    address: str, timeout_s: float = REACH_TIMEOUT_S, field: str = "backend.address"
+) -> None:
+    """ConfigError naming `field` unless a TCP connection to `address` opens within `timeout_s`.
 
     `ray.init` retries an address that does not answer for minutes; this fails in seconds.
     "auto" is resolved the way Ray does it (RAY_ADDRESS, then the last `ray start` cluster), and
@@ -97,19 +127,19 @@ def check_address(address: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
             try:
                 resolved = canonicalize_bootstrap_address(address)
             except (ConnectionError, ValueError) as exc:
-                raise _address_error(address, str(exc).splitlines()[0]) from None
+                raise _address_error(address, str(exc).splitlines()[0], field) from None
         if resolved is None:  # "local": ray.init starts a new cluster
             return
         target = resolved
     parts = _split_host_port(target)
     if parts is None:
-        raise _address_error(address, "expected host:port, e.g. 10.0.0.5:6379, or 'auto'")
+        raise _address_error(address, "expected host:port, e.g. 10.0.0.5:6379, or 'auto'", field)
     try:
         with socket.create_connection(parts, timeout=timeout_s):
             pass
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
-        raise _address_error(address, f"{target}: {why}") from None
+        raise _address_error(address, f"{target}: {why}", field) from None
 
 
 def connect(address: str | None = None) -> dict[str, Any]:
@@ -220,6 +250,9 @@ class RayBackend:
         self.model_ref: Any = None  # the given model in Ray's object store
         self.restarts = 0
         self.progress_every_s = PROGRESS_EVERY_S
+        self.run_id: str | None = None
+        """The run these shards play (the Simulation sets it before `start`): the shard actors
+        are then named `actor_name(run_id, i)` in NAMESPACE; None leaves them unnamed."""
 
     async def node_count(self) -> int:
         """Alive nodes of the cluster (connecting to it, once per process)."""
@@ -297,18 +330,37 @@ class RayBackend:
         await asyncio.gather(*(actor.where.remote() for actor in self.actors))
 
     def _spawn(self, index: int) -> Any:
+        """A new actor for shard `index` on its round-robin node, named after the run (a name
+        still held, e.g. by a leftover actor of a resumed run, takes a `.r<hex>` suffix)."""
         ray = _ray()
+        from ray.exceptions import ActorAlreadyExistsError
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         node = self.nodes[index % len(self.nodes)]
-        remote = ray.remote(ShardActor).options(
-            num_cpus=0,
-            max_concurrency=4,
+        options: dict[str, Any] = {
+            "num_cpus": 0,
+            "max_concurrency": 4,
             # hard affinity: a soft one lets Ray put every actor on the driver's node whenever
             # the others are slow to start workers; a node that died is dropped on respawn
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
-        )
-        return remote.remote(self.shards[index], self.config, self._model_of(node, index))
+            "scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=False),
+        }
+        args = (self.shards[index], self.config, self._model_of(node, index))
+        remote = ray.remote(ShardActor)
+        if self.run_id is None:
+            return remote.options(**options).remote(*args)
+        name = actor_name(self.run_id, index)
+        try:
+            return remote.options(**options, name=name, namespace=NAMESPACE).remote(*args)
+        except ActorAlreadyExistsError:
+            name = f"{name}.r{secrets.token_hex(3)}"
+            return remote.options(**options, name=name, namespace=NAMESPACE).remote(*args)
+
+    def _respawn(self, index: int) -> Any:
+        """A new actor for shard `index` after its actor died, under the same name. This process
+        holds an actor's name for as long as it holds a handle of it, dead or not, so the dead
+        actor's handle goes first (a name still held elsewhere is suffixed, see `_spawn`)."""
+        self.actors[index] = None
+        return self._spawn(index)
 
     def _model_of(self, node: str, index: int) -> Any:
         """What shard `index` on `node` asks: a model actor, the given model, or its own."""
@@ -366,7 +418,7 @@ class RayBackend:
                 self.restarts += 1
                 self.shards[index].forget_after(ctx.round - 1)
                 self.nodes = _alive_nodes() or self.nodes  # its node may be the one that died
-                self.actors[index] = self._spawn(index)
+                self.actors[index] = self._respawn(index)
         raise AssertionError("unreachable")
 
     async def placement(self) -> list[dict[str, Any]]:

@@ -1,0 +1,172 @@
+"""ClusterMonitor's state after refresh(), on real runs: a finished local run's shards, a live
+`workbench run` subprocess cancelled from the monitor, the test Ray cluster's nodes, a Ray
+address that does not answer, and the page it builds (with the css classes the browser tests
+find)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import panel as pn
+import pytest
+
+from workbench.config import RunConfig
+from workbench.results import Bundle
+from workbench.runtime import Simulation
+from workbench.ui.cluster_monitor import CSS_CLASSES, ClusterMonitor
+
+SLOW_CONFIG = """\
+name: slow
+seed: 5
+n_agents: 8
+population:
+  name: tiny
+  dimensions:
+    - name: gender
+      shares: {male: 1/2, female: 1/2}
+game: {rounds: 20}
+policy: {kind: random, latency_s: 1.0}
+backend: {agents_per_shard: 4}
+"""
+"""A run that plays for 20 s (two shards of four agents, a second a round)."""
+
+
+@pytest.fixture(scope="module")
+def results(education_spec, tmp_path_factory) -> Path:
+    """A results folder with one complete local level-k run (10 agents, shards of 5)."""
+    config = RunConfig.model_validate(
+        {
+            "name": "done",
+            "seed": 2,
+            "n_agents": 10,
+            "population": education_spec.model_dump(mode="json"),
+            "game": {"rounds": 1},
+            "policy": {"kind": "level_k"},
+            "backend": {"agents_per_shard": 5},
+        }
+    )
+    root = tmp_path_factory.mktemp("results")
+    Simulation(config).run(out_dir=root, progress=False)
+    return root
+
+
+def test_refresh_reads_the_shards_of_the_newest_run(results):
+    monitor = ClusterMonitor(results_dir=str(results))
+    assert monitor.shards.empty  # nothing is read before the first refresh
+    asyncio.run(monitor.refresh())
+
+    assert monitor.shards["agents"].tolist() == [5, 5]
+    assert set(monitor.shards["run_status"]) == {"complete"}
+    assert monitor.run_id is None  # nothing running to cancel
+    assert [o for o in monitor.param.run_id.objects if o is not None] == []
+    assert monitor.endpoints.empty
+    assert monitor.cluster  # the Ray line says connected or how to connect
+    assert not monitor.refreshing
+
+
+def test_the_page_builds_with_its_css_classes(results):
+    monitor = ClusterMonitor(results_dir=str(results))
+    asyncio.run(monitor.refresh())
+    page = monitor.__panel__()
+
+    found = {c for obj in page.select(pn.viewable.Viewable) for c in obj.css_classes or []}
+    assert set(CSS_CLASSES.values()) <= found
+    (shards,) = [
+        t for t in page.select(pn.widgets.Tabulator) if CSS_CLASSES["shards"] in t.css_classes
+    ]
+    assert shards.value["agents"].tolist() == [5, 5]
+    assert shards.pagination == "remote"
+    (cancel,) = [
+        b for b in page.select(pn.widgets.Button) if CSS_CLASSES["cancel"] in b.css_classes
+    ]
+    assert cancel.disabled  # no running run
+    assert monitor._periodic is None  # no periodic refresh outside a served page or notebook
+
+
+def test_no_idle_actors_is_said(results):
+    monitor = ClusterMonitor(results_dir=str(results))
+    assert asyncio.run(monitor.shutdown_idle()) == []
+    assert monitor.message == "no idle actors to shut down"
+    assert asyncio.run(monitor.cancel()) == "no running run to cancel"
+
+
+def test_an_address_that_does_not_answer_is_the_message(results):
+    monitor = ClusterMonitor(results_dir=str(results), ray_address="127.0.0.1:1")
+    asyncio.run(monitor.refresh())
+
+    assert monitor.message.startswith("ray_address: cannot reach a Ray cluster at '127.0.0.1:1'")
+    assert monitor.message_kind == "danger"
+    assert monitor.shards["agents"].tolist() == [5, 5]  # the runs are shown all the same
+    monitor.message = ""
+    asyncio.run(monitor.refresh())
+    assert monitor.message == ""  # tried once per address, not on every refresh
+
+
+@pytest.mark.ray
+def test_the_nodes_of_the_test_cluster(ray_cluster, results):
+    monitor = ClusterMonitor(results_dir=str(results), ray_address=ray_cluster.address)
+    asyncio.run(monitor.refresh())
+
+    assert len(monitor.nodes) == 2 and monitor.nodes["alive"].all()
+    assert "2 node(s) alive" in monitor.cluster
+    assert monitor.message == ""  # already connected: nothing to join
+
+
+def _start_run(tmp_path: Path) -> subprocess.Popen[bytes]:
+    """`workbench run` of the slow config into tmp_path/out (stderr in stderr.log), with SIGINT
+    at its default (a child inherits an ignored SIGINT and would never see Ctrl-C)."""
+    config = tmp_path / "slow.yaml"
+    config.write_text(SLOW_CONFIG, encoding="utf-8")
+    args = [sys.executable, "-m", "workbench.cli", "run", str(config), "--out", "out"]
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with (tmp_path / "stderr.log").open("wb") as stderr:
+            return subprocess.Popen(
+                [*args, "--no-progress"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=stderr
+            )
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.slow
+def test_a_live_cli_run_is_shown_and_cancelled(tmp_path):
+    proc = _start_run(tmp_path)
+    monitor = ClusterMonitor(results_dir=str(tmp_path / "out"))
+    try:
+        deadline = time.monotonic() + 60
+        while monitor.run_id is None or len(monitor.shards) < 2:
+            assert proc.poll() is None, (tmp_path / "stderr.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "the run never showed its shards"
+            time.sleep(0.3)
+            asyncio.run(monitor.refresh())
+
+        shards = monitor.shards
+        assert set(shards["run_status"]) == {"running"}
+        assert shards["agents"].tolist() == [4, 4] and set(shards["pid"]) == {proc.pid}
+        assert shards["cpu_percent"].notna().all()  # the writer on this host, measured
+        run_id = monitor.run_id
+        message = asyncio.run(monitor.cancel())
+        assert message == f"{run_id}: sent SIGINT to its writer (pid {proc.pid}); " + (
+            "it stops as cancelled"
+        )
+        assert monitor.message_kind == "success"
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    bundle = Bundle.open(next((tmp_path / "out").iterdir()))
+    assert bundle.status == "cancelled"
+    asyncio.run(monitor.refresh())
+    assert monitor.run_id is None
+    assert set(monitor.shards["run_status"]) == {"cancelled"}
+    assert set(monitor.shards["in_flight"]) == {0}

@@ -1,0 +1,316 @@
+"""ClusterMonitor (the paper's Agent-Manager): Ray's nodes, the shard actors of the runs in a
+results folder, the model endpoints with their health, the workbench's named actors; cancel a
+running run, shut down idle actors.
+
+Everything shown comes from `cluster_data` (the runs' own events, Ray's public API, a GET of
+each endpoint's `/models`), read in a worker thread by `refresh()`, which a served page or a
+notebook calls every `refresh_s` seconds: the page never freezes and nothing here waits on Ray
+inside a callback. The monitor holds no state that matters: a restarted dashboard shows the
+truth from the bundles and the cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import panel as pn
+import param
+
+from workbench.errors import WorkbenchError
+from workbench.ui import cluster_data
+from workbench.ui.cluster_data import (
+    ACTOR_COLUMNS,
+    ENDPOINT_COLUMNS,
+    NODE_COLUMNS,
+    SHARD_COLUMNS,
+)
+
+__all__ = ["CSS_CLASSES", "ClusterMonitor"]
+
+CSS_CLASSES: dict[str, str] = {
+    "cluster": "wb-monitor-cluster",
+    "message": "wb-monitor-message",
+    "refresh": "wb-monitor-refresh",
+    "nodes": "wb-monitor-nodes",
+    "shards": "wb-monitor-shards",
+    "run": "wb-monitor-run",
+    "cancel": "wb-monitor-cancel",
+    "endpoints": "wb-monitor-endpoints",
+    "actors": "wb-monitor-actors",
+    "shutdown": "wb-monitor-shutdown",
+}
+"""The css class of each part of the page (stable: the browser tests find them by these)."""
+
+READ_ERRORS = (WorkbenchError, ConnectionError, OSError, RuntimeError)
+"""What a refresh reports as its message instead of raising: the workbench's own errors and a
+cluster or folder that went away meanwhile."""
+
+
+def _empty(columns: tuple[str, ...]) -> pd.DataFrame:
+    return pd.DataFrame(columns=list(columns))
+
+
+class ClusterMonitor(pn.viewable.Viewer):
+    """Watch the cluster and the runs of a results folder; cancel a run; free idle actors.
+
+    Set `results_dir` (and `ray_address` to join a cluster), `await refresh()` (a served page
+    does it every `refresh_s`), read `nodes`, `shards`, `endpoints`, `actors`; `await cancel()`
+    stops the run chosen in `run_id`, `await shutdown_idle()` kills the idle actors.
+    """
+
+    results_dir = param.String(
+        default="results",
+        doc="The folder whose runs are watched (their bundles' events say where their shards "
+        "run and how far they are).",
+    )
+    ray_address = param.String(
+        default=None,
+        allow_None=True,
+        doc="The Ray cluster watched (host:port, or 'auto'): joined on the next refresh (an "
+        "address that does not answer, or another cluster than the one this process is "
+        "connected to, is the message). None: the cluster this process is connected to (the "
+        "dashboard's --ray, or a Ray run's), if any.",
+    )
+    refresh_s = param.Number(
+        default=2.0,
+        bounds=(0.5, 3600.0),
+        doc="Seconds between refreshes while the monitor is shown in a served page or notebook.",
+    )
+    recent = param.Integer(
+        default=1,
+        bounds=(0, None),
+        doc="How many of the newest runs show their shards besides the running ones.",
+    )
+    cluster = param.String(
+        default="", doc="One line about the Ray cluster watched (or how to connect to one)."
+    )
+    nodes = param.DataFrame(
+        default=_empty(NODE_COLUMNS),
+        doc="The Ray nodes: node_id, address, hostname, alive, cpus, gpus, memory_gb, "
+        "object_store_gb (empty when not connected).",
+    )
+    shards = param.DataFrame(
+        default=_empty(SHARD_COLUMNS),
+        doc="The shard actors of the running and newest runs, one row per shard: node, pid, "
+        "agents hosted, state, round, rounds done, answered, in flight, errors, tokens, CPU %, "
+        "memory (MB), answers per second.",
+    )
+    endpoints = param.DataFrame(
+        default=_empty(ENDPOINT_COLUMNS),
+        doc="The model endpoints of the running runs with their health (ok, unreachable, "
+        "error, in-process) and why.",
+    )
+    actors = param.DataFrame(
+        default=_empty(ACTOR_COLUMNS),
+        doc="The workbench's named Ray actors, their run's status and whether they are idle "
+        "(their run has ended).",
+    )
+    run_id = param.Selector(
+        default=None,
+        objects=[],
+        allow_None=True,
+        doc="The running run that Cancel stops (the running runs of results_dir).",
+    )
+    message = param.String(
+        default="", doc="What the last action did, or why the last refresh could not read."
+    )
+    message_kind = param.Selector(
+        default="info",
+        objects=["info", "success", "warning", "danger"],
+        doc="How the message is shown: info, success (done), warning (nothing done), danger.",
+    )
+    refreshing = param.Boolean(default=False, doc="Whether a refresh is reading now.")
+
+    def __init__(self, **params: Any) -> None:
+        self._joined: str | None = None  # the ray_address a refresh last tried to join
+        self._running: dict[str, str] = {}  # run id -> bundle path, of the running runs
+        self._periodic: Any = None
+        super().__init__(**params)
+
+    # ------------------------------------------------------------------ state
+
+    def read(self) -> dict[str, Any]:
+        """Everything the monitor shows, read now (blocking: Ray, disk, HTTP); the param
+        values `refresh()` sets. Joins `ray_address` first when it is new (its error, e.g. an
+        address that does not answer, becomes the message)."""
+        values: dict[str, Any] = {}
+        if self.ray_address and self.ray_address != self._joined:
+            self._joined = self.ray_address  # once per address, not on every refresh
+            try:
+                cluster_data.connect(self.ray_address)
+            except WorkbenchError as exc:
+                values.update(message=str(exc), message_kind="danger")
+        root = self.results_dir
+        running = cluster_data.running_runs(root)
+        values.update(
+            cluster=cluster_data.cluster_summary(),
+            nodes=cluster_data.nodes(),
+            shards=cluster_data.shard_actors(root, recent=self.recent),
+            endpoints=cluster_data.endpoints(root),
+            actors=cluster_data.named_actors(root),
+            running=dict(zip(running["run_id"], running["path"], strict=True)),
+        )
+        return values
+
+    async def refresh(self) -> None:
+        """Read everything again in a worker thread and show it; a refresh already under way
+        is not doubled. A folder or cluster that cannot be read becomes the message."""
+        if self.refreshing:
+            return
+        self.refreshing = True
+        try:
+            values = await asyncio.to_thread(self.read)
+        except READ_ERRORS as exc:
+            self.param.update(message=f"cannot refresh: {exc}", message_kind="danger")
+            return
+        finally:
+            self.refreshing = False
+        self._running = values.pop("running")
+        ids = list(self._running)
+        self.param.run_id.objects = ids
+        chosen = self.run_id if self.run_id in ids else (ids[-1] if ids else None)
+        self.param.update(run_id=chosen, **values)
+
+    @param.depends("results_dir", "ray_address", watch=True)
+    def _source_changed(self) -> None:
+        """Another folder or cluster: the old message no longer applies."""
+        self.param.update(message="", message_kind="info")
+
+    async def cancel(self) -> str:
+        """Cancel the run chosen in `run_id` (`cluster_data.cancel_run`: SIGINT to its writer
+        on this host); the message says what was done."""
+        if self.run_id is None or self.run_id not in self._running:
+            self.param.update(message="no running run to cancel", message_kind="info")
+            return self.message
+        path = Path(self._running[self.run_id])
+        try:
+            said = await asyncio.to_thread(cluster_data.cancel_run, path)
+        except WorkbenchError as exc:
+            said = str(exc)
+        sent = "sent SIGINT" in said
+        self.param.update(message=said, message_kind="success" if sent else "warning")
+        await self.refresh()
+        return self.message
+
+    async def shutdown_idle(self) -> list[str]:
+        """Kill the workbench's idle named actors (their run has ended); returns their names
+        and says what was done in the message."""
+        try:
+            killed = await asyncio.to_thread(cluster_data.shutdown_idle, self.results_dir)
+        except READ_ERRORS as exc:
+            self.param.update(message=f"cannot shut down idle actors: {exc}", message_kind="danger")
+            return []
+        await self.refresh()
+        self.param.update(
+            message=f"shut down {len(killed)} idle actor(s): {', '.join(killed)}"
+            if killed
+            else "no idle actors to shut down",
+            message_kind="success" if killed else "info",
+        )
+        return killed
+
+    # ------------------------------------------------------------------ the page
+
+    @param.depends("refresh_s", watch=True)
+    def _period_changed(self) -> None:
+        if self._periodic is not None:
+            self._periodic.period = int(1000 * self.refresh_s)
+
+    def _start_refreshing(self) -> None:
+        """Refresh now and every `refresh_s` while shown in a served page or a notebook."""
+        if pn.state.curdoc is None:
+            return
+        if self._periodic is None:
+            self._periodic = pn.state.add_periodic_callback(
+                self.refresh, period=int(1000 * self.refresh_s)
+            )
+        pn.state.execute(self.refresh)
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        def table(frame: param.DataFrame, css: str, **options: Any) -> pn.widgets.Tabulator:
+            return pn.widgets.Tabulator(
+                frame,
+                pagination="remote",
+                page_size=options.pop("page_size", 10),
+                disabled=True,
+                show_index=False,
+                sizing_mode="stretch_width",
+                css_classes=[CSS_CLASSES[css]],
+                **options,
+            )
+
+        refresh = pn.widgets.Button(
+            label="Refresh",
+            icon="refresh",
+            variant="outline",
+            disabled=self.param.refreshing,
+            css_classes=[CSS_CLASSES["refresh"]],
+        )
+        refresh.on_click(self._on_refresh)
+        cancel = pn.widgets.Button(
+            label="Cancel run",
+            icon="player-stop",
+            color="danger",
+            disabled=pn.bind(lambda run_id: run_id is None, self.param.run_id),
+            css_classes=[CSS_CLASSES["cancel"]],
+        )
+        cancel.on_click(self._on_cancel)
+        shutdown = pn.widgets.Button(
+            label="Shut down idle actors",
+            icon="power",
+            color="warning",
+            disabled=pn.bind(_no_idle, self.param.actors),
+            css_classes=[CSS_CLASSES["shutdown"]],
+        )
+        shutdown.on_click(self._on_shutdown)
+        message = pn.pane.Alert(
+            self.param.message,
+            alert_type=self.param.message_kind,
+            visible=pn.bind(bool, self.param.message),
+            css_classes=[CSS_CLASSES["message"]],
+            margin=(5, 10),
+        )
+        layout = pn.Column(
+            pn.Row(
+                pn.widgets.TextInput.from_param(self.param.results_dir, label="Results folder"),
+                pn.widgets.TextInput.from_param(self.param.ray_address, label="Ray address"),
+                refresh,
+            ),
+            pn.pane.Markdown(self.param.cluster, css_classes=[CSS_CLASSES["cluster"]]),
+            message,
+            pn.pane.Markdown("### Nodes"),
+            table(self.param.nodes, "nodes"),
+            pn.pane.Markdown("### Shard actors"),
+            table(self.param.shards, "shards", page_size=20, hidden_columns=["backend"]),
+            pn.Row(
+                pn.widgets.Select.from_param(
+                    self.param.run_id, label="Running run", css_classes=[CSS_CLASSES["run"]]
+                ),
+                cancel,
+            ),
+            pn.pane.Markdown("### Models and endpoints"),
+            table(self.param.endpoints, "endpoints"),
+            pn.pane.Markdown("### Named actors"),
+            table(self.param.actors, "actors"),
+            shutdown,
+            sizing_mode="stretch_width",
+        )
+        self._start_refreshing()
+        return layout
+
+    async def _on_refresh(self, _event: Any) -> None:
+        await self.refresh()
+
+    async def _on_cancel(self, _event: Any) -> None:
+        await self.cancel()
+
+    async def _on_shutdown(self, _event: Any) -> None:
+        await self.shutdown_idle()
+
+
+def _no_idle(actors: pd.DataFrame) -> bool:
+    """Whether no listed actor is idle (the shut-down button is then disabled)."""
+    return actors.empty or not bool(actors["idle"].astype(bool).any())
