@@ -38,6 +38,7 @@ def test_top_level_layout() -> None:
     allowed = {
         "pyproject.toml",
         "README.md",
+        "docs",  # the README's pictures (screenshots the browser tests take)
         "environment.yml",
         "workbench",
         "notebooks",

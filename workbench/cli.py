@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from workbench.cli_servers import dashboard_command, serve_model_command
 from workbench.errors import WorkbenchError
 
 if TYPE_CHECKING:
@@ -474,21 +475,6 @@ def bench_embedded(
     typer.echo(embedded_round_bench(n, spec, seed, rounds=rounds, baseline_n=baseline_n))
 
 
-@app.command("serve-model")
-def serve_model_command(
-    port: Annotated[int, typer.Option(help="port")] = 8000,
-    host: Annotated[str, typer.Option(help="address to bind; loopback unless told")] = "127.0.0.1",
-    path: Annotated[Path | None, typer.Option(help="GGUF file (default: shipped SmolLM2)")] = None,
-    name: Annotated[str, typer.Option(help="model name clients ask for")] = "smollm2-135m",
-    n_threads: Annotated[int | None, typer.Option(help="CPU threads")] = None,
-) -> None:
-    """Serve the embedded model as an OpenAI-compatible server at http://HOST:PORT/v1."""
-    from workbench.llm.serve import serve_model
-
-    typer.echo(f"serving {name} at http://{host}:{port}/v1", err=True)
-    serve_model(host=host, port=port, path=path, name=name, n_threads=n_threads)
-
-
 @bench_app.command("served")
 def bench_served(
     n: Annotated[int, typer.Option("-n", help="agents in the round")] = 100,
@@ -573,6 +559,10 @@ def bench_plots(
     from workbench.bench.plots import plots_bench
 
     typer.echo(plots_bench(n, by, seed, folder, repeats, baseline_sample))
+
+
+app.command("serve-model")(serve_model_command)
+app.command("dashboard")(dashboard_command)
 
 
 def main() -> None:

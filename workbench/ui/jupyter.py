@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 CELL_SOURCE = "%%workbench_run cell"
 """How error messages name the cell (like a file name in `workbench run`'s)."""
 
-MAGICS = ("workbench_run",)
-"""The cell magics this extension registers."""
+MAGICS = {"cell": ("workbench_run",), "line": ("workbench",)}
+"""The magics this extension registers, by kind."""
 
 
 def show_error(exc: BaseException) -> None:
@@ -158,6 +158,28 @@ class WorkbenchMagics(Magics):
         if bundle is not None and args.var:
             self.shell.user_ns[args.var] = bundle
 
+    @magic_arguments()
+    @argument("--results", default="results", help="results directory (default: results)")
+    @argument("--ray", default=None, help="a Ray cluster's address for Ray runs and the monitor")
+    @argument("--tab", default=None, help="the tab shown first: Population, Run, Results, Cluster")
+    @line_magic
+    def workbench(self, line: str) -> Any:
+        """Show the whole workbench inline (the dashboard's tabs, without its page shell)."""
+        args = parse_argstring(self.workbench, line)
+        return workbench_app(args.results, args.ray, args.tab)
+
+
+def workbench_app(results: str, ray: str | None = None, tab: str | None = None) -> Any:
+    """The inline app of `%workbench` (Panel's notebook extension loaded first, once)."""
+    import panel as pn
+
+    from workbench.ui.app import TABS, WorkbenchApp
+
+    if tab is not None and tab not in TABS:
+        raise UsageError(f"--tab {tab!r}: choose one of {', '.join(TABS)}")
+    pn.extension("tabulator")
+    return WorkbenchApp(results_dir=results, ray_address=ray, tab=tab or TABS[0])
+
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:
     """`%load_ext workbench`: register the magics (the reprs need no registration)."""
@@ -167,6 +189,7 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
 def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """`%unload_ext workbench`: remove the magics again."""
     manager = ipython.magics_manager
-    for name in MAGICS:
-        manager.magics["cell"].pop(name, None)
+    for kind, names in MAGICS.items():
+        for name in names:
+            manager.magics[kind].pop(name, None)
     manager.registry.pop(WorkbenchMagics.__name__, None)

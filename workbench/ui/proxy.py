@@ -27,10 +27,15 @@ busy machine takes tens of seconds."""
 
 def dashboard_command() -> list[str]:
     """`workbench dashboard` on the proxy's port, served under the proxied prefix (`{port}` and
-    `{base_url}` are filled in by jupyter-server-proxy; `{base_url}` ends in a slash)."""
+    `{base_url}` are filled in by jupyter-server-proxy; `{base_url}` ends in a slash).
+
+    The page's websocket comes from the Jupyter server's origin, whose port the command cannot
+    know, so any origin is accepted: the dashboard binds 127.0.0.1 on a port only the proxy
+    uses, and the proxy stands behind the Jupyter server's authentication."""
     return [
         sys.executable, "-m", "workbench.cli", "dashboard",
         "--port", "{port}", "--prefix", "{base_url}" + NAME,
+        "--allow-websocket-origin", "*",
     ]  # fmt: skip
 
 

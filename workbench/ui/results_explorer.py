@@ -388,9 +388,7 @@ class ResultsExplorer(pn.viewable.Viewer):
     def __panel__(self) -> pn.viewable.Viewable:
         refresh = pn.widgets.Button(label="Refresh", variant="outline")
         refresh.on_click(lambda _: self.refresh())
-        verify = pn.widgets.Button(
-            label="Verify", color="primary", disabled=self.param.verifying
-        )
+        verify = pn.widgets.Button(label="Verify", color="primary", disabled=self.param.verifying)
         verify.on_click(self._on_verify)
         picker = pn.Column(
             pn.Row(

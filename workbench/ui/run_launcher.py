@@ -65,6 +65,7 @@ CSS = {
     "rounds": "wb-launcher-rounds",
     "launches": "wb-launcher-launches",
     "result": "wb-launcher-result",
+    "launcher": "wb-launcher",
 }
 """The stable CSS classes of the page's key parts (for browser tests and styling)."""
 
@@ -388,6 +389,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             pn.widgets.Tabulator.from_param(
                 self.param.recent, css_classes=[CSS["launches"]], **table
             ),
+            css_classes=[CSS["launcher"]],
         )
 
     async def _on_run(self, _: Any) -> None:

@@ -1,0 +1,74 @@
+"""Browser tests: Playwright driving Debian's chromium against servers the tests start.
+
+`bash .ci/setup` installs chromium with apt (`playwright install` cannot download here). Each
+page collects its console messages and page errors; a test ends by asserting there were no
+errors. Screenshots go to `tests/artifacts/screenshots/` (or $WORKBENCH_ARTIFACTS/screenshots), the
+test artifacts the README's pictures come from.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from browser_pages import Watched
+from playwright.sync_api import Page
+from ports import free_port
+from served import Served, start_served, workbench_command
+
+CHROMIUM = Path(os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium"))
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
+    """pytest-playwright's launch arguments with Debian's chromium, which needs --no-sandbox as
+    root."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} not found: install it with `apt-get install -y chromium`")
+    return {**browser_type_launch_args, "executable_path": str(CHROMIUM), "args": ["--no-sandbox"]}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:
+    """Keep each phase's report on the test item, so `watched` can tell a failed test."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
+@pytest.fixture
+def watched(page: Page, request: pytest.FixtureRequest) -> Iterator[Watched]:
+    """The test's page, watched; a failed test leaves a screenshot of the page as it was."""
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    watched = Watched(page)
+    yield watched
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        watched.shot(f"failed-{request.node.name}")
+
+
+@pytest.fixture(scope="module")
+def start_dashboard(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., Served]]:
+    """Start `workbench dashboard` on a free port over a results folder (any extra options);
+    every dashboard started is stopped when the module's tests are done."""
+    started: list[Served] = []
+
+    def start(results: Path | None = None, *options: str) -> Served:
+        home = tmp_path_factory.mktemp("dashboard")
+        results = results or home / "results"
+        port = free_port()
+        command = workbench_command(
+            "dashboard", "--results", str(results), "--port", str(port), *options
+        )
+        base = f"http://127.0.0.1:{port}"
+        served = start_served(command, f"{base}/", f"{base}/liveness", home)
+        started.append(served)
+        return served
+
+    yield start
+    for served in started:
+        served.stop()

@@ -1,0 +1,162 @@
+"""`workbench dashboard` in a browser: launching, following, reloading and losing runs.
+
+A real dashboard on a free port; runs are real detached `workbench run` processes. The
+embedded run's bundle is compared with the CLI's for the same config (its saved
+`.launches/<id>/config.yaml`) and seed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from browser_pages import Watched, deep_text
+from cli_helpers import workbench
+from playwright.sync_api import Locator
+from ports import free_port
+from served import Served
+
+from workbench.results import Bundle
+from workbench.ui.launches import LaunchState, launches
+
+pytestmark = pytest.mark.slow
+
+RUN_TIMEOUT_MS = 300_000
+"""A 50-agent, 2-round game on the embedded model on a busy 2-core machine."""
+
+
+@pytest.fixture(scope="module")
+def dashboard(start_dashboard: Callable[..., Served]) -> Served:
+    return start_dashboard()
+
+
+def results_of(dashboard: Served) -> Path:
+    return Path(dashboard.process.args[dashboard.process.args.index("--results") + 1])
+
+
+def run_tab(watched: Watched, dashboard: Served) -> Locator:
+    """Open the dashboard on its Run tab; the launcher's part of the page."""
+    watched.open(dashboard.url)
+    watched.page.get_by_role("tab", name="Run").click()
+    launcher = watched.page.locator(".wb-launcher")
+    launcher.get_by_text("Endpoint URL(s)").wait_for()
+    return launcher
+
+
+def fill(launcher: Locator, label: str, value: object) -> None:
+    """Type into the launcher's input labelled `label` and commit it."""
+    box = launcher.get_by_label(label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def choose(launcher: Locator, label: str, option: str) -> None:
+    """Pick `option` in the launcher's select labelled `label`."""
+    launcher.get_by_label(label, exact=True).select_option(option)
+
+
+def status_text(launcher: Locator) -> str:
+    return deep_text(launcher.locator(".wb-launcher-status"))
+
+
+def newest_launch(results: Path, before: int) -> LaunchState | None:
+    """The newest launch once there are more than `before`."""
+    states = launches(results)
+    return states[0] if len(states) > before else None
+
+
+def responses(bundle: Bundle) -> pd.DataFrame:
+    frame = bundle.responses().drop(columns=["latency_s"])
+    return frame.sort_values(["round", "agent_id"], ignore_index=True)
+
+
+def test_an_unreachable_endpoint_is_refused_before_anything_starts(
+    watched: Watched, dashboard: Served
+) -> None:
+    results = results_of(dashboard)
+    launcher = run_tab(watched, dashboard)
+    choose(launcher, "Model", "openai")
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    fill(launcher, "Endpoint URL(s)", url)
+    fill(launcher, "Model name", "smollm2-135m")
+    launcher.locator(".wb-launcher-run").get_by_role("button").click()
+    message = launcher.locator(".wb-launcher-message")
+    message.get_by_text("cannot reach").wait_for()
+    assert url in deep_text(message)
+    watched.shot("run-unreachable-endpoint")
+    assert launches(results) == [] and not (results / ".launches").exists()
+    watched.assert_no_errors()
+
+
+def test_an_embedded_run_shows_shards_rounds_and_histogram_and_survives_a_reload(
+    watched: Watched, dashboard: Served, tmp_path: Path
+) -> None:
+    results = results_of(dashboard)
+    before = len(launches(results))
+    launcher = run_tab(watched, dashboard)
+    fill(launcher, "Threads", 1)  # one thread: two spin against each other on 2 busy cores
+    fill(launcher, "Agents per actor", 25)  # two shards
+    launcher.locator(".wb-launcher-run").get_by_role("button").click()
+    shards = launcher.locator(".wb-launcher-shards .tabulator-row")
+    watched.until(lambda: shards.count() == 2, "two shards in the shard table", RUN_TIMEOUT_MS)
+    assert "running" in status_text(launcher)
+    watched.shot("run-progress")
+
+    watched.page.reload()  # the run goes on; the reopened page re-attaches from its events
+    launcher = run_tab(watched, dashboard)
+    state = newest_launch(results, before)
+    assert state is not None and state.status in ("starting", "running"), state
+    watched.until(
+        lambda: "running" in status_text(launcher) or "complete" in status_text(launcher),
+        "the reopened page to show the run",
+    )
+    watched.until(
+        lambda: launcher.locator(".wb-launcher-shards .tabulator-row").count() == 2,
+        "the reopened page's shard table",
+    )
+    watched.until(lambda: "complete" in status_text(launcher), "the run to complete",
+                  RUN_TIMEOUT_MS)  # fmt: skip
+    rounds = launcher.locator(".wb-launcher-rounds .tabulator-row")
+    watched.until(lambda: rounds.count() == 2, "two rounds in the round table")
+    result = launcher.locator(".wb-launcher-result")
+    result.get_by_text("Guesses by education").wait_for()
+    result.locator("canvas").first.wait_for()  # the bokeh plots drew
+    watched.shot("run-complete")
+
+    state = newest_launch(results, before)
+    assert state is not None and state.status == "complete" and state.bundle is not None
+    launched = Bundle.open(state.bundle)
+    assert launched.config.n_agents == 50 and launched.config.game.rounds == 2
+    assert launched.config.model.kind == "embedded"
+    cli = workbench("run", state.launch.config_path, "--out", tmp_path / "cli", "--no-progress",
+                    cwd=tmp_path)  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    (cli_bundle,) = [p for p in (tmp_path / "cli").iterdir() if p.is_dir()]
+    pd.testing.assert_frame_equal(responses(launched), responses(Bundle.open(cli_bundle)))
+    watched.assert_no_errors()
+
+
+def test_a_run_killed_mid_way_shows_as_failed_with_its_error(
+    watched: Watched, dashboard: Served
+) -> None:
+    results = results_of(dashboard)
+    before = len(launches(results))
+    launcher = run_tab(watched, dashboard)
+    choose(launcher, "Policy", "random")
+    fill(launcher, "Latency (s)", 1)
+    fill(launcher, "Rounds", 20)
+    launcher.locator(".wb-launcher-run").get_by_role("button").click()
+    watched.until(lambda: "running" in status_text(launcher), "the run to start",
+                  RUN_TIMEOUT_MS)  # fmt: skip
+    state = newest_launch(results, before)
+    assert state is not None and state.launch is not None
+    os.kill(state.launch.pid, signal.SIGKILL)
+    error = launcher.locator(".wb-launcher-error")
+    error.get_by_text("died without finishing").wait_for()
+    assert "failed" in status_text(launcher)
+    watched.shot("run-killed")
+    watched.assert_no_errors()

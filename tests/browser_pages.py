@@ -1,0 +1,107 @@
+"""A watched browser page: its console messages and page errors kept, with helpers to open a
+Panel page (its document comes over a websocket), wait for text and take screenshots."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from playwright.sync_api import Locator, Page
+from served import REPO
+
+SCREENSHOTS = (
+    Path(os.environ.get("WORKBENCH_ARTIFACTS", REPO / "tests" / "artifacts")) / "screenshots"
+)
+OPEN = "Websocket connection 0 is now open"
+"""What bokeh logs in the console once the page's document arrives over the websocket."""
+RENDER_TIMEOUT_MS = 120_000
+"""How long a page may take to arrive and render (a busy 2-core machine)."""
+ACTION_TIMEOUT_MS = 30_000
+"""How long a click or a fill may wait for its element."""
+
+
+DEEP_TEXT = """e => {
+  const walk = n => (n.shadowRoot ? walk(n.shadowRoot) : "") + [...n.childNodes]
+    .map(c => c.nodeType === 3 ? c.textContent
+      : (c.nodeType === 1 && !["STYLE", "SCRIPT"].includes(c.tagName) ? walk(c) : ""))
+    .join(" ");
+  return walk(e);
+}"""
+
+
+def deep_text(locator: Locator) -> str:
+    """The text of the first element `locator` finds, shadow roots included (a bokeh model's
+    content lives in its shadow root, which `inner_text` leaves out), spaces collapsed."""
+    return " ".join(str(locator.first.evaluate(DEEP_TEXT)).split())
+
+
+TALLEST = "() => Math.max(...[...document.querySelectorAll('*')].map(e => e.scrollHeight))"
+"""The height of the page's tallest scrolling content (the page shell's main area)."""
+
+
+class Watched:
+    """A page whose console messages and page errors are kept, with helpers to open a Panel
+    page, wait for text and take screenshots."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.messages: list[tuple[str, str]] = []
+        page.on("console", lambda m: self.messages.append((m.type, m.text)))
+        page.on("pageerror", lambda e: self.messages.append(("pageerror", str(e))))
+        page.set_default_timeout(ACTION_TIMEOUT_MS)
+
+    def open(self, url: str) -> None:
+        """Go to `url` and wait until its document has come over the websocket."""
+        start = len(self.messages)
+        self.page.goto(url, timeout=RENDER_TIMEOUT_MS, wait_until="domcontentloaded")
+        deadline = time.monotonic() + RENDER_TIMEOUT_MS / 1000
+        while not any(OPEN in text for _, text in self.messages[start:]):
+            assert time.monotonic() < deadline, f"{url}: no websocket; console: {self.messages}"
+            self.page.wait_for_timeout(200)
+
+    def errors(self) -> list[tuple[str, str]]:
+        """The console errors and page errors so far."""
+        return [(kind, text) for kind, text in self.messages if kind in ("error", "pageerror")]
+
+    def assert_no_errors(self) -> None:
+        """No console error and no page error so far."""
+        assert self.errors() == [], self.errors()
+
+    def shot(self, name: str) -> Path:
+        """A screenshot of the whole page saved as a test artifact. The page shell scrolls
+        inside its own main area, so the window is made as tall as that content first."""
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / f"{name}.png"
+        size = self.page.viewport_size or {"width": 1400, "height": 1000}
+        tall = self.page.evaluate(TALLEST)
+        self.page.set_viewport_size({"width": size["width"], "height": min(max(tall, 600), 6000)})
+        self.page.wait_for_timeout(500)
+        self.page.screenshot(path=str(path))
+        self.page.set_viewport_size(size)
+        return path
+
+    def until(
+        self, check: Callable[[], bool], what: str, timeout_ms: float = ACTION_TIMEOUT_MS
+    ) -> None:
+        """Poll `check` (which reads the page) until it holds; AssertionError naming `what`."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        while not check():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            self.page.wait_for_timeout(200)
+
+    def check(self, label: str) -> None:
+        """Tick the checkbox labelled `label` (bokeh's label is a sibling of the input inside
+        the widget's shadow root, which no locator reaches from the label)."""
+        boxes = self.page.get_by_role("checkbox")
+        for i in range(boxes.count()):
+            box = boxes.nth(i)
+            if box.evaluate("e => e.nextElementSibling?.textContent") == label:
+                box.check()
+                return
+        raise AssertionError(f"no checkbox labelled {label!r}")
+
+    def wait_text(self, text: str, timeout_ms: float = RENDER_TIMEOUT_MS) -> None:
+        """Wait until `text` is visible somewhere on the page."""
+        self.page.get_by_text(text).first.wait_for(state="visible", timeout=timeout_ms)

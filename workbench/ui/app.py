@@ -1,0 +1,152 @@
+"""The whole workbench as one Panel app: the components as tabs, and `serve` for the dashboard.
+
+`WorkbenchApp` wires the components together (the editor's spec feeds the persona preview and
+the run launcher; a finished launch refreshes the results explorer) and is a plain layout
+inline (`%workbench`, `pn.ipywidget(WorkbenchApp())`); served, it sits in a page shell
+(`pmui.Page`). `serve` is what `workbench dashboard` runs: a Bokeh server bound to 127.0.0.1
+unless told otherwise, under an optional URL prefix (the JupyterLab Launcher tile's proxy). The
+dashboard process holds no state that matters: runs, their events and bundles are on disk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import panel as pn
+import param
+
+from workbench.config import PopulationSpec
+from workbench.results import Bundle
+from workbench.ui.cluster_monitor import ClusterMonitor
+from workbench.ui.persona_preview import PersonaPreview
+from workbench.ui.population_editor import PopulationEditor
+from workbench.ui.results_explorer import ResultsExplorer
+from workbench.ui.run_launcher import RunLauncher
+
+TITLE = "Agent Simulation Workbench"
+"""The page's title (browser tab and header)."""
+
+TABS = ("Population", "Run", "Results", "Cluster")
+"""The app's tabs, in order."""
+
+
+def quickstart_population() -> PopulationSpec:
+    """The population the editor starts from: the quickstart's (the paper's education one)."""
+    from workbench._examples import example_path
+    from workbench.config import load_run_config
+
+    population = load_run_config(example_path("quickstart")).population
+    assert isinstance(population, PopulationSpec)  # a loaded config holds the resolved spec
+    return population
+
+
+class WorkbenchApp(pn.viewable.Viewer):
+    """Population editor and persona preview, run launcher, results explorer, cluster monitor."""
+
+    results_dir = param.String(
+        "results", doc="where runs write their bundles and where the explorer and monitor look"
+    )
+    ray_address = param.String(
+        None,
+        allow_None=True,
+        doc="the Ray cluster runs use and the monitor shows (None: a Ray run starts its own)",
+    )
+    tab = param.Selector(objects=list(TABS), default=TABS[0], doc="the tab shown first")
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.editor = PopulationEditor(spec=quickstart_population(), n=50)
+        self.preview = PersonaPreview.for_editor(self.editor)
+        self.launcher = RunLauncher.for_editor(
+            self.editor, results_dir=self.results_dir, ray_address=self.ray_address
+        )
+        self.explorer = ResultsExplorer(results_dir=self.results_dir)
+        self.monitor = ClusterMonitor(results_dir=self.results_dir, ray_address=self.ray_address)
+        self._finished: str | None = None  # a launch finished since the explorer last looked
+        self.launcher.param.watch(self._run_finished, "finished_bundle")
+
+    def _run_finished(self, event: param.parameterized.Event) -> None:
+        """A launch finished: the explorer shows it when its tab is opened next."""
+        if event.new:
+            self._finished = str(event.new)
+
+    def _tab_opened(self, event: param.parameterized.Event) -> None:
+        """The results tab was opened: list the bundles again and show the finished run."""
+        if TABS[event.new] != "Results":
+            return
+        self.explorer.refresh()
+        finished, self._finished = self._finished, None
+        if finished:
+            run_id = Bundle.open(finished).run_id
+            if run_id in self.explorer.param.compared.objects:
+                self.explorer.run_id = run_id
+
+    def tabs(self, kind: type[pn.Tabs] = pn.Tabs) -> Any:
+        """The components as tabs of `kind` (the population tab holds the editor and the
+        preview). Only the open tab is drawn (`dynamic`): the tables of a hidden tab that
+        changed (a launcher following a run, a monitor refreshing) would reach a browser that
+        has no room drawn for them, which breaks Tabulator's JavaScript."""
+        population = pn.Row(self.editor, self.preview, sizing_mode="stretch_width")
+        panes = (population, self.launcher, self.explorer, self.monitor)
+        tabs = kind(*zip(TABS, panes, strict=True), active=TABS.index(self.tab), dynamic=True)
+        tabs.param.watch(self._tab_opened, "active")
+        return tabs
+
+    def page(self) -> pn.viewable.Viewable:
+        """The tabs in the served page shell (a title bar over the whole window); its own
+        material tabs, which lay out inside it (Panel's own tabs overflow its main area)."""
+        import panel_material_ui as pmui
+
+        return pmui.Page(title=TITLE, main=[self.tabs(pmui.Tabs)])
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        """The page shell in a server's session (`workbench dashboard`, `panel serve`), the
+        plain tabs inline (a notebook, an ipywidget)."""
+        return self.page() if in_server_session() else self.tabs()
+
+
+def in_server_session() -> bool:
+    """Whether this runs for a Bokeh server's session (Panel's `pn.state.served` only tells
+    whether the caller's module is a `panel serve` script)."""
+    doc = pn.state.curdoc
+    return doc is not None and doc.session_context is not None
+
+
+def serve(
+    results_dir: str | Path = "results",
+    *,
+    port: int = 5006,
+    address: str = "127.0.0.1",
+    ray_address: str | None = None,
+    prefix: str = "",
+    websocket_origins: Sequence[str] = (),
+    show: bool = False,
+) -> None:
+    """Serve the app until interrupted; prints its URL first.
+
+    Each browser session gets its own `WorkbenchApp` over the same results folder. Websocket
+    connections are accepted from the server's own address and `websocket_origins` (the
+    Jupyter server's, when proxied).
+    """
+    prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
+    origins = [f"{address}:{port}", f"localhost:{port}", *websocket_origins]
+    results = str(Path(results_dir))
+
+    def page() -> pn.viewable.Viewable:
+        return WorkbenchApp(results_dir=results, ray_address=ray_address).__panel__()
+
+    print(f"workbench dashboard: http://{address}:{port}{prefix}/ (results: {results})", flush=True)
+    pn.serve(
+        page,
+        port=port,
+        address=address,
+        prefix=prefix,
+        websocket_origin=origins,
+        show=show,
+        title=TITLE,
+        liveness=True,
+        threaded=False,
+        start=True,
+    )
