@@ -50,6 +50,7 @@ class Watched:
         self.messages: list[tuple[str, str]] = []
         page.on("console", lambda m: self.messages.append((m.type, m.text)))
         page.on("pageerror", lambda e: self.messages.append(("pageerror", str(e))))
+        page.on("requestfailed", lambda r: self.messages.append(("requestfailed", r.url)))
         page.set_default_timeout(ACTION_TIMEOUT_MS)
 
     def open(self, url: str) -> None:
@@ -63,7 +64,11 @@ class Watched:
 
     def errors(self) -> list[tuple[str, str]]:
         """The console errors and page errors so far."""
-        return [(kind, text) for kind, text in self.messages if kind in ("error", "pageerror")]
+        return [
+            (kind, text)
+            for kind, text in self.messages
+            if kind in ("error", "pageerror", "requestfailed")
+        ]
 
     def assert_no_errors(self) -> None:
         """No console error and no page error so far."""

@@ -43,6 +43,9 @@ def dashboard_command(
     show: Annotated[bool, typer.Option(help="open a browser tab")] = False,
 ) -> None:
     """Serve the workbench (population, personas, runs, results, cluster) and print its URL."""
+    from workbench.ui.offline import serve_panel_cdn_locally
+
+    serve_panel_cdn_locally(prefix)  # before Panel is imported
     from workbench.ui.app import serve
 
     serve(

@@ -16,57 +16,27 @@ import pandas as pd
 import pytest
 from browser_pages import Watched, deep_text
 from cli_helpers import workbench
-from playwright.sync_api import Locator
+from dashboard_pages import (
+    RUN_TIMEOUT_MS,
+    choose,
+    fill,
+    newest_launch,
+    results_of,
+    run_tab,
+    status_text,
+)
 from ports import free_port
 from served import Served
 
 from workbench.results import Bundle
-from workbench.ui.launches import LaunchState, launches
+from workbench.ui.launches import launches
 
 pytestmark = pytest.mark.slow
-
-RUN_TIMEOUT_MS = 300_000
-"""A 50-agent, 2-round game on the embedded model on a busy 2-core machine."""
 
 
 @pytest.fixture(scope="module")
 def dashboard(start_dashboard: Callable[..., Served]) -> Served:
     return start_dashboard()
-
-
-def results_of(dashboard: Served) -> Path:
-    return Path(dashboard.process.args[dashboard.process.args.index("--results") + 1])
-
-
-def run_tab(watched: Watched, dashboard: Served) -> Locator:
-    """Open the dashboard on its Run tab; the launcher's part of the page."""
-    watched.open(dashboard.url)
-    watched.page.get_by_role("tab", name="Run").click()
-    launcher = watched.page.locator(".wb-launcher")
-    launcher.get_by_text("Endpoint URL(s)").wait_for()
-    return launcher
-
-
-def fill(launcher: Locator, label: str, value: object) -> None:
-    """Type into the launcher's input labelled `label` and commit it."""
-    box = launcher.get_by_label(label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-
-
-def choose(launcher: Locator, label: str, option: str) -> None:
-    """Pick `option` in the launcher's select labelled `label`."""
-    launcher.get_by_label(label, exact=True).select_option(option)
-
-
-def status_text(launcher: Locator) -> str:
-    return deep_text(launcher.locator(".wb-launcher-status"))
-
-
-def newest_launch(results: Path, before: int) -> LaunchState | None:
-    """The newest launch once there are more than `before`."""
-    states = launches(results)
-    return states[0] if len(states) > before else None
 
 
 def responses(bundle: Bundle) -> pd.DataFrame:

@@ -324,3 +324,24 @@ def test_the_proxy_entry_is_a_valid_server_process() -> None:
     assert process.launcher_entry.path_info == "workbench/"
     assert Path(process.launcher_entry.icon_path) == ICON and ICON.is_file()
     assert ET.parse(ICON).getroot().tag == "{http://www.w3.org/2000/svg}svg"
+
+
+# --------------------------------------------------------------------------- %workbench
+
+
+def test_the_workbench_line_magic_returns_the_whole_app_inline(shell: Any, tmp_path: Path) -> None:
+    from IPython.core.error import UsageError
+
+    from workbench.ui.app import TABS, WorkbenchApp
+
+    shell.run_line_magic("load_ext", "workbench")
+    app = shell.run_line_magic("workbench", f"--results {tmp_path / 'r'} --tab Run")
+    assert isinstance(app, WorkbenchApp)
+    assert app.results_dir == str(tmp_path / "r") and app.tab == "Run"
+    tabs = app.__panel__()  # no server session: plain tabs, no page shell
+    assert [name for name, _ in zip(TABS, tabs.objects, strict=True)] == list(TABS)
+    assert tabs.active == TABS.index("Run")
+    with pytest.raises(UsageError, match="--tab 'Runs': choose one of Population, Run"):
+        shell.run_line_magic("workbench", "--tab Runs")
+    shell.run_line_magic("unload_ext", "workbench")
+    assert "workbench" not in shell.magics_manager.magics["line"]

@@ -20,6 +20,7 @@ import param
 from workbench.config import PopulationSpec
 from workbench.results import Bundle
 from workbench.ui.cluster_monitor import ClusterMonitor
+from workbench.ui.offline import cdn_static_dirs
 from workbench.ui.persona_preview import PersonaPreview
 from workbench.ui.population_editor import PopulationEditor
 from workbench.ui.results_explorer import ResultsExplorer
@@ -147,6 +148,7 @@ def serve(
         show=show,
         title=TITLE,
         liveness=True,
+        static_dirs=cdn_static_dirs(),
         threaded=False,
         start=True,
     )

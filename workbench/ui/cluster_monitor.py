@@ -244,7 +244,6 @@ class ClusterMonitor(pn.viewable.Viewer):
 
         refresh = pn.widgets.Button(
             label="Refresh",
-            icon="refresh",
             variant="outline",
             disabled=self.param.refreshing,
             css_classes=[CSS_CLASSES["refresh"]],
@@ -252,7 +251,6 @@ class ClusterMonitor(pn.viewable.Viewer):
         refresh.on_click(self._on_refresh)
         cancel = pn.widgets.Button(
             label="Cancel run",
-            icon="player-stop",
             color="danger",
             disabled=pn.bind(lambda run_id: run_id is None, self.param.run_id),
             css_classes=[CSS_CLASSES["cancel"]],
@@ -260,7 +258,6 @@ class ClusterMonitor(pn.viewable.Viewer):
         cancel.on_click(self._on_cancel)
         shutdown = pn.widgets.Button(
             label="Shut down idle actors",
-            icon="power",
             color="warning",
             disabled=pn.bind(_no_idle, self.param.actors),
             css_classes=[CSS_CLASSES["shutdown"]],

@@ -1,0 +1,33 @@
+"""`panel serve notebooks/01-quickstart.ipynb` in a browser: the notebook's servable layout
+renders with no console errors (each session runs the notebook: a small embedded game)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from browser_pages import RENDER_TIMEOUT_MS, Watched
+from ports import free_port
+from served import REPO, start_served
+
+pytestmark = pytest.mark.slow
+
+NOTEBOOK = REPO / "notebooks" / "01-quickstart.ipynb"
+
+
+def test_the_served_quickstart_notebook_renders(watched: Watched, tmp_path: Path) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "panel", "serve", str(NOTEBOOK), "--port", str(port),
+               "--address", "127.0.0.1", "--liveness",
+               "--allow-websocket-origin", f"127.0.0.1:{port}"]  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    server = start_served(command, base, f"{base}/liveness", tmp_path)
+    try:
+        watched.open(f"{base}/01-quickstart")
+        watched.wait_text("quickstart: 30 agents, 2 rounds, model embedded", 2 * RENDER_TIMEOUT_MS)
+        watched.page.locator("canvas").first.wait_for(timeout=RENDER_TIMEOUT_MS)  # its plot
+        watched.shot("served-quickstart-notebook")
+        watched.assert_no_errors()
+    finally:
+        server.stop()

@@ -1,0 +1,50 @@
+"""The dashboard's Run tab as the browser tests drive it: open it, fill and pick settings,
+read the status line, find the newest launch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from browser_pages import Watched, deep_text
+from playwright.sync_api import Locator
+from served import Served
+
+from workbench.ui.launches import LaunchState, launches
+
+RUN_TIMEOUT_MS = 300_000
+"""A 50-agent, 2-round game on the embedded model on a busy 2-core machine."""
+
+
+def results_of(dashboard: Served) -> Path:
+    return Path(dashboard.process.args[dashboard.process.args.index("--results") + 1])
+
+
+def run_tab(watched: Watched, dashboard: Served) -> Locator:
+    """Open the dashboard on its Run tab; the launcher's part of the page."""
+    watched.open(dashboard.url)
+    watched.page.get_by_role("tab", name="Run").click()
+    launcher = watched.page.locator(".wb-launcher")
+    launcher.get_by_text("Endpoint URL(s)").wait_for()
+    return launcher
+
+
+def fill(launcher: Locator, label: str, value: object) -> None:
+    """Type into the launcher's input labelled `label` and commit it."""
+    box = launcher.get_by_label(label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def choose(launcher: Locator, label: str, option: str) -> None:
+    """Pick `option` in the launcher's select labelled `label`."""
+    launcher.get_by_label(label, exact=True).select_option(option)
+
+
+def status_text(launcher: Locator) -> str:
+    return deep_text(launcher.locator(".wb-launcher-status"))
+
+
+def newest_launch(results: Path, before: int) -> LaunchState | None:
+    """The newest launch once there are more than `before`."""
+    states = launches(results)
+    return states[0] if len(states) > before else None
