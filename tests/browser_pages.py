@@ -37,8 +37,19 @@ def deep_text(locator: Locator) -> str:
     return " ".join(str(locator.first.evaluate(DEEP_TEXT)).split())
 
 
-TALLEST = "() => Math.max(...[...document.querySelectorAll('*')].map(e => e.scrollHeight))"
-"""The height of the page's tallest scrolling content (the page shell's main area)."""
+TALLEST = """() => {
+  let best = 0;
+  const walk = root => {
+    for (const e of root.querySelectorAll("*")) {
+      best = Math.max(best, e.scrollHeight);
+      if (e.shadowRoot) walk(e.shadowRoot);
+    }
+  };
+  walk(document);
+  return best;
+}"""
+"""The height of the page's tallest scrolling content (the page shell's main area), shadow
+roots included."""
 
 
 class Watched:

@@ -195,8 +195,8 @@ def test_a_run_fills_in_its_tables_and_shows_its_result(results: Path) -> None:
     (bars,) = histogram.traverse(lambda e: e, [hv.Histogram])
     last = bundle.rounds().iloc[-1]
     assert bars.dimension_values("count").sum() == last["n_valid"] == 30  # round 3's guesses
-    assert isinstance(by_education, hv.NdLayout)
-    assert {str(k) for k in by_education.keys()} == set(bundle.personas()["education"].astype(str))
+    (cells,) = by_education.traverse(lambda e: e, [hv.Rectangles])  # the heatmap by education
+    assert set(cells.dimension_values("category")) == set(bundle.personas()["education"])
     status = [m.object for m in view.select(pn.pane.Markdown) if CSS["status"] in m.css_classes]
     assert status == [f"**complete** · rounds 3 / 3 · bundle `{launcher.bundle}`"]
     launcher.refresh()

@@ -417,7 +417,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             column = by if by in names else (names[0] if names else None)
             if column is not None:
                 parts.append(pn.pane.Markdown(f"Guesses by **{column}**"))
-                parts.append(pn.pane.HoloViews(plots.distribution(bundle, column)))
+                parts.append(pn.pane.HoloViews(plots.distribution(bundle, column, kind="heatmap")))
         except WorkbenchError as exc:
             return _alert(error_text(exc), True, CSS["result"])
         return pn.Column(pn.pane.Markdown("### Result"), *parts, css_classes=[CSS["result"]])
