@@ -25,6 +25,9 @@ PAPER_NOTEBOOKS = (
 )
 """One notebook per experiment of Pan et al. (issue 10), in the order the README lists them."""
 
+TOOL_NOTEBOOKS = ("08-workbench-in-jupyter",)
+"""Notebooks that show the workbench itself (its magics and components, issue 11)."""
+
 PARAMETERS = {"n_agents", "rounds", "seed", "results"}
 """Names every parameters cell sets, so `papermill -p n_agents 1000000 ...` works."""
 
@@ -40,7 +43,7 @@ def notebook_paths() -> list[Path]:
 
 
 def test_every_paper_experiment_has_its_notebook() -> None:
-    assert [p.stem for p in notebook_paths()] == list(PAPER_NOTEBOOKS)
+    assert [p.stem for p in notebook_paths()] == [*PAPER_NOTEBOOKS, *TOOL_NOTEBOOKS]
 
 
 @pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
