@@ -76,3 +76,10 @@ def start_served(
 def workbench_command(*args: str) -> list[str]:
     """The workbench CLI run by this interpreter."""
     return [sys.executable, "-m", "workbench.cli", *args]
+
+
+def panel_serve_command(path: Path, port: int) -> list[str]:
+    """`panel serve PATH` on 127.0.0.1:PORT with its liveness endpoint, by this interpreter."""
+    return [sys.executable, "-m", "panel", "serve", str(path), "--port", str(port),
+            "--address", "127.0.0.1", "--liveness",
+            "--allow-websocket-origin", f"127.0.0.1:{port}"]  # fmt: skip

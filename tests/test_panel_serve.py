@@ -9,13 +9,12 @@ the websocket, so the test pulls a session's document with bokeh's client and re
 from __future__ import annotations
 
 import html
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 from ports import free_port
-from served import start_served
+from served import panel_serve_command, start_served
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "01-quickstart.ipynb"
 PAGE_TIMEOUT_S = 300.0  # the page runs the notebook: a small game on the embedded model
@@ -35,9 +34,7 @@ def served_texts(url: str) -> list[str]:
 @pytest.mark.slow
 def test_panel_serves_the_quickstart_notebook(tmp_path: Path) -> None:
     port = free_port()
-    command = [sys.executable, "-m", "panel", "serve", str(NOTEBOOK), "--port", str(port),
-               "--address", "127.0.0.1", "--liveness",
-               "--allow-websocket-origin", f"127.0.0.1:{port}"]  # fmt: skip
+    command = panel_serve_command(NOTEBOOK, port)
     base = f"http://127.0.0.1:{port}"
     server = start_served(command, base, f"{base}/liveness", tmp_path)
     try:

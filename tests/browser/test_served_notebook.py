@@ -3,13 +3,12 @@ renders with no console errors (each session runs the notebook: a small embedded
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from browser_pages import RENDER_TIMEOUT_MS, Watched
 from ports import free_port
-from served import REPO, start_served
+from served import REPO, panel_serve_command, start_served
 
 pytestmark = pytest.mark.slow
 
@@ -18,9 +17,7 @@ NOTEBOOK = REPO / "notebooks" / "01-quickstart.ipynb"
 
 def test_the_served_quickstart_notebook_renders(watched: Watched, tmp_path: Path) -> None:
     port = free_port()
-    command = [sys.executable, "-m", "panel", "serve", str(NOTEBOOK), "--port", str(port),
-               "--address", "127.0.0.1", "--liveness",
-               "--allow-websocket-origin", f"127.0.0.1:{port}"]  # fmt: skip
+    command = panel_serve_command(NOTEBOOK, port)
     base = f"http://127.0.0.1:{port}"
     server = start_served(command, base, f"{base}/liveness", tmp_path)
     try:

@@ -18,18 +18,16 @@ disk, HTTP): a page calls them in a worker thread.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import os
-import signal
 import socket
 import sys
 import threading
 import time
-from collections.abc import Coroutine, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pandas as pd
 
@@ -44,6 +42,7 @@ from workbench.runtime.events import (
     event_from_dict,
     run_state,
 )
+from workbench.ui.launches import cancel, run_coroutine
 
 __all__ = [
     "ACTOR_COLUMNS",
@@ -90,9 +89,6 @@ HEALTH_TIMEOUT_S = 1.0
 
 GB = 1024**3
 MB = 1024**2
-
-T = TypeVar("T")
-
 
 # --------------------------------------------------------------------------- Ray
 
@@ -421,16 +417,6 @@ def running_runs(results_dir: str | Path) -> pd.DataFrame:
 # --------------------------------------------------------------------------- endpoints
 
 
-def _run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to its end from sync code, also from inside a running event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
-
-
 def _model_specs(config: RunConfig) -> dict[str, ModelSpec]:
     """The run's models by key: `models` when it names several, else its one `model`."""
     return dict(config.models) if config.models else {"model": config.model}
@@ -488,7 +474,9 @@ def endpoints(results_dir: str | Path, *, timeout_s: float = HEALTH_TIMEOUT_S) -
         return await asyncio.gather(*(_health(u, s, timeout_s) for _, u, s in checks))
 
     if checks:
-        for (row, _, _), (health, detail, ms) in zip(checks, _run_sync(check_all()), strict=True):
+        for (row, _, _), (health, detail, ms) in zip(
+            checks, run_coroutine(check_all()), strict=True
+        ):
             row.update(health=health, detail=detail, latency_ms=ms)
     return pd.DataFrame(rows, columns=list(ENDPOINT_COLUMNS))
 
@@ -581,14 +569,10 @@ def cancel_run(bundle: str | Path) -> str:
     status = state.true_status
     if status != "running":
         return f"{name} is not running ({status}): nothing to cancel"
-    if state.host != socket.gethostname() or state.pid is None:
-        return f"{name} runs on host {state.host}: cancel it there (Ctrl-C its workbench run)"
     if state.pid == os.getpid():
         return f"{name} runs in this process: cancel it from the run launcher that started it"
     try:
-        os.kill(state.pid, signal.SIGINT)
-    except ProcessLookupError:
-        return f"{name}: its writer (pid {state.pid}) is gone; the run will read as failed"
-    except PermissionError:
-        return f"{name}: not allowed to signal its writer (pid {state.pid}, another user)"
-    return f"{name}: sent SIGINT to its writer (pid {state.pid}); it stops as cancelled"
+        pid = cancel(path)  # the launcher's checks: this host, the lock holder, a workbench run
+    except BundleError as exc:
+        return f"{name}: {exc}"
+    return f"{name}: sent SIGINT to its writer (pid {pid}); it stops as cancelled"

@@ -34,7 +34,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from workbench._files import atomic_write_text
 from workbench.config import LLMPolicySpec, RunConfig, save_yaml, validate
@@ -204,10 +204,13 @@ def _reap(process: subprocess.Popen[bytes], folder: Path) -> None:
         )
 
 
+T = TypeVar("T")
+
+
 # --------------------------------------------------------------------------- launching
 
 
-def _run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
+def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine to its end from sync code, on a helper thread inside a running loop."""
     try:
         asyncio.get_running_loop()
@@ -226,7 +229,7 @@ def check_model(config: RunConfig) -> str:
         return f"policy {config.policy.kind}: no model needed"
     model = model_for(config)
     try:
-        _run_coroutine(model.check())
+        run_coroutine(model.check())
     finally:
         model.close()
     spec = config.model
