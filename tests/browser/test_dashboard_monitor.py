@@ -1,10 +1,12 @@
-"""`workbench dashboard` in a browser: the Cluster tab lists a Ray run's shard actors with the
-agents each hosts, and cancels the run (a real `workbench run --backend ray` process, whose
-local Ray cluster lives in it; the actors' reports reach the page through the run's events)."""
+"""`workbench dashboard --ray ADDRESS` in a browser: the Cluster tab lists the Ray cluster's
+nodes and a Ray run's shard actors with the agents each hosts, and cancels the run (a real
+`workbench run` process on the test's two-node cluster; the actors' reports reach the page
+through the run's events)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from browser_pages import Watched, deep_text
@@ -17,8 +19,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 
 @pytest.fixture(scope="module")
-def dashboard(start_dashboard: Callable[..., Served]) -> Served:
-    return start_dashboard()
+def dashboard(start_dashboard: Callable[..., Served], ray_cluster: Any) -> Served:
+    """A dashboard watching the session's Ray cluster: its Ray runs join it (no cluster of
+    their own to start, which can time out on a busy machine)."""
+    return start_dashboard(None, "--ray", ray_cluster.address)
 
 
 def test_the_monitor_lists_a_ray_runs_shard_actors_and_cancels_it(
@@ -38,6 +42,8 @@ def test_the_monitor_lists_a_ray_runs_shard_actors_and_cancels_it(
         RUN_TIMEOUT_MS,
     )
     watched.page.get_by_role("tab", name="Cluster").click()
+    nodes = watched.page.locator(".wb-monitor-nodes .tabulator-row")
+    watched.until(lambda: nodes.count() == 2, "the cluster's two nodes", RUN_TIMEOUT_MS)
     rows = watched.page.locator(".wb-monitor-shards .tabulator-row")
     watched.until(lambda: rows.count() == 3, "three shard actors in the monitor", RUN_TIMEOUT_MS)
 

@@ -218,6 +218,7 @@ def test_a_killed_run_reads_failed_never_running(results: Path, slow_config: Run
     assert f"pid {record.pid}) died without finishing" in (state.error or "")
     assert f"workbench run --resume {state.bundle}" in (state.error or "")
     assert Bundle.open(state.bundle).status == "running"  # the manifest cannot know; we do
+    assert "playing" not in set(shard_table(state.run)["state"])  # its shards never look live
     with pytest.raises(BundleError, match="no longer running|nothing to cancel"):
         cancel(state.bundle)
 

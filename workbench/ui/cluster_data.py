@@ -43,6 +43,7 @@ from workbench.runtime.events import (
     run_state,
 )
 from workbench.ui.launches import cancel, run_coroutine
+from workbench.ui.run_tables import shown_state
 
 __all__ = [
     "ACTOR_COLUMNS",
@@ -343,7 +344,7 @@ def _shard_row(
     status = tracker.state.true_status
     local = shard.node == "local" or (shard.node is None and tracker.backend == "local")
     playing = event.state == "playing"
-    state = "stopped" if playing and status != "running" else event.state
+    state = shown_state(event.state, status)
     pid = shard.pid or (tracker.state.pid if local else None)
     seconds = event.seconds
     if playing:

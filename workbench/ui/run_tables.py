@@ -68,10 +68,17 @@ class RunFollower:
         return self.state
 
 
+def shown_state(shard_state: str, run_status: str) -> str:
+    """A shard's state as the page shows it: "stopped" when it was still playing and its run
+    is no longer running (failed, cancelled, its writer dead), so it never looks live."""
+    return "stopped" if shard_state == "playing" and run_status != "running" else shard_state
+
+
 def shard_table(state: RunState | None) -> pd.DataFrame:
-    """Each shard's latest progress: shard, round, node, agents, answered, state, errors
-    (count by kind, e.g. "timeout: 2"), tokens (prompt + completion)."""
+    """Each shard's latest progress: shard, round, node, agents, answered, state (see
+    `shown_state`), errors (count by kind, e.g. "timeout: 2"), tokens (prompt + completion)."""
     rows = []
+    status = state.true_status if state else "unknown"
     for shard, progress in sorted((state.shards if state else {}).items()):
         errors = ", ".join(f"{kind}: {n}" for kind, n in sorted(progress.errors.items()))
         rows.append(
@@ -81,7 +88,7 @@ def shard_table(state: RunState | None) -> pd.DataFrame:
                 "node": progress.node or "",
                 "agents": progress.agents,
                 "answered": progress.answered,
-                "state": progress.state,
+                "state": shown_state(progress.state, status),
                 "errors": errors,
                 "tokens": progress.prompt_tokens + progress.completion_tokens,
             }
