@@ -127,7 +127,9 @@ def serve(
 ) -> None:
     """Serve the app until interrupted; prints its URL first.
 
-    Each browser session gets its own `WorkbenchApp` over the same results folder. Websocket
+    Each browser session gets its own `WorkbenchApp` over the same results folder; with
+    `ray_address` this process joins that Ray cluster first (a ConfigError when it does not
+    answer), for the monitor and for the Ray runs launched here. Websocket
     connections are accepted from the server's own address and `websocket_origins` (the
     Jupyter server's, when proxied).
     """
@@ -138,6 +140,10 @@ def serve(
     def page() -> pn.viewable.Viewable:
         return WorkbenchApp(results_dir=results, ray_address=ray_address).__panel__()
 
+    if ray_address:  # joined here, on the main thread: Ray's driver set-up wants it there
+        from workbench.ui.cluster_data import connect
+
+        print(connect(ray_address), flush=True)
     print(f"workbench dashboard: http://{address}:{port}{prefix}/ (results: {results})", flush=True)
     pn.serve(
         page,
