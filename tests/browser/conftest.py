@@ -14,20 +14,33 @@ from pathlib import Path
 
 import pytest
 from browser_pages import Watched
-from playwright.sync_api import Page
+from playwright.sync_api import Browser, Page, sync_playwright
 from ports import free_port
 from served import Served, start_served, workbench_command
 
 CHROMIUM = Path(os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium"))
 
 
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
-    """pytest-playwright's launch arguments with Debian's chromium, which needs --no-sandbox as
-    root."""
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's chromium (it needs --no-sandbox as root), driven by Playwright for one test
+    module. Playwright's sync API runs an event loop on the main thread while it lives, so it
+    is stopped when the module ends: the tests after it call `asyncio.run`. (pytest-playwright
+    keeps one for the whole session; `-p no:playwright` in pyproject turns it off.)"""
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} not found: install it with `apt-get install -y chromium`")
-    return {**browser_type_launch_args, "executable_path": str(CHROMIUM), "args": ["--no-sandbox"]}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh browser context and page per test."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    yield context.new_page()
+    context.close()
 
 
 @pytest.hookimpl(wrapper=True)
