@@ -33,6 +33,7 @@ def fill(launcher: Locator, label: str, value: object) -> None:
     box = launcher.get_by_label(label, exact=True)
     box.fill(str(value))
     box.press("Enter")
+    box.press("Tab")  # the blur commits it too, where a busy page let the Enter go by
 
 
 def choose(launcher: Locator, label: str, option: str) -> None:

@@ -22,6 +22,7 @@ def set_number(watched: Watched, label: str, value: float) -> None:
     box = watched.page.get_by_label(label, exact=True)
     box.fill(str(value))
     box.press("Enter")
+    box.press("Tab")  # the blur commits it too, where a busy page let the Enter go by
     watched.until(lambda: box.input_value() == str(value), f"{label} to read {value}")
     watched.page.wait_for_timeout(300)
 
@@ -37,6 +38,7 @@ def test_a_share_change_updates_the_persona_counts(watched: Watched, dashboard: 
     watched.wait_text("Counts per category against the requested shares")
     assert "10" in count_row(watched, "bachelor's degree").split()  # 50 agents, 5 equal shares
     watched.check("Keep shares normalized")
+    watched.page.wait_for_timeout(1000)  # the server has the setting before the next edit
     set_number(watched, "bachelor's degree", 0.6)
     watched.until(
         lambda: "30" in count_row(watched, "bachelor's degree").split(), "the count to be 30"
