@@ -23,6 +23,8 @@ class Backend(Protocol):
     """Hosts a run's shards: prepare (before writing), start, play rounds, describe, close."""
 
     name: str
+    run_id: str | None
+    """The run it plays, set by the Simulation once the bundle exists (Ray names actors by it)."""
 
     async def node_count(self) -> int:
         """Nodes the shards are spread over (sizes the shards)."""

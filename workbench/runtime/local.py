@@ -55,6 +55,7 @@ class LocalBackend:
         self.model = model
         self.shards: list[AgentShard] = []
         self.policy: Policy | None = policy
+        self.run_id: str | None = None
 
     async def node_count(self) -> int:
         """One node: this process."""

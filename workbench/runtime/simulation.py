@@ -306,8 +306,7 @@ class Simulation:
         except BaseException:
             await backend.close()
             raise
-        if hasattr(backend, "run_id"):
-            backend.run_id = writer.run_id  # the Ray backend names its actors after the run
+        backend.run_id = writer.run_id  # the Ray backend names its actors after the run
         bar = RoundBar(cfg.game.rounds, writer.run_id, initial=len(targets)) if progress else None
         listeners = EventBus([s for s in (self.events.emit, on_event, bar) if s is not None])
 
