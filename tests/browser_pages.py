@@ -99,24 +99,34 @@ class Watched:
         return path
 
     def until(
-        self, check: Callable[[], bool], what: str, timeout_ms: float = ACTION_TIMEOUT_MS
+        self,
+        check: Callable[[], bool],
+        what: str,
+        timeout_ms: float = ACTION_TIMEOUT_MS,
+        shown: Callable[[], object] | None = None,
     ) -> None:
-        """Poll `check` (which reads the page) until it holds; AssertionError naming `what`."""
+        """Poll `check` (which reads the page) until it holds; AssertionError naming `what`
+        and, when given, what `shown()` reads in the page then (CI keeps only the log)."""
         deadline = time.monotonic() + timeout_ms / 1000
         while not check():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            if time.monotonic() >= deadline:
+                seen = f"; the page shows {shown()!r}" if shown is not None else ""
+                raise AssertionError(f"timed out waiting for {what}{seen}")
             self.page.wait_for_timeout(200)
 
-    def check(self, label: str) -> None:
-        """Tick the checkbox labelled `label` (bokeh's label is a sibling of the input inside
-        the widget's shadow root, which no locator reaches from the label)."""
+    def checkbox(self, label: str) -> Locator:
+        """The checkbox labelled `label` (bokeh's label is a sibling of the input inside the
+        widget's shadow root, which no locator reaches from the label)."""
         boxes = self.page.get_by_role("checkbox")
         for i in range(boxes.count()):
             box = boxes.nth(i)
             if box.evaluate("e => e.nextElementSibling?.textContent") == label:
-                box.check()
-                return
+                return box
         raise AssertionError(f"no checkbox labelled {label!r}")
+
+    def check(self, label: str) -> None:
+        """Tick the checkbox labelled `label`."""
+        self.checkbox(label).check()
 
     def wait_text(self, text: str, timeout_ms: float = RENDER_TIMEOUT_MS) -> None:
         """Wait until `text` is visible somewhere on the page."""

@@ -47,15 +47,29 @@ def test_the_monitor_lists_a_ray_runs_shard_actors_and_cancels_it(
     rows = watched.page.locator(".wb-monitor-shards .tabulator-row")
     watched.until(lambda: rows.count() == 3, "three shard actors in the monitor", RUN_TIMEOUT_MS)
 
-    def cells(field: str) -> list[str]:
-        cell = f'.tabulator-cell[tabulator-field="{field}"]'
-        return [rows.nth(i).locator(cell).inner_text().strip() for i in range(rows.count())]
+    def table() -> list[dict[str, str]]:
+        """The shard rows as drawn, read in one go: the table is redrawn on every refresh, and
+        cells read one by one can straddle a redraw (in CI every pid read '' right after all
+        three had been read)."""
+        return rows.evaluate_all(
+            """rows => rows.map(row => Object.fromEntries(
+                [...row.querySelectorAll('.tabulator-cell[tabulator-field]')].map(
+                    cell => [cell.getAttribute('tabulator-field'), cell.innerText.trim()])))"""
+        )
+
+    seen: list[list[dict[str, str]]] = []
+
+    def reported() -> bool:
+        """The newest snapshot has three rows, each with its actor's pid."""
+        seen.append(table())
+        return len(seen[-1]) == 3 and all(row.get("pid") for row in seen[-1])
 
     # each actor's own report (its process, its node) arrives once it has answered
-    watched.until(lambda: all(cells("pid")), "the actors' own reports", RUN_TIMEOUT_MS)
-    assert sorted(int(a) for a in cells("agents")) == [10, 20, 20]
-    assert cells("backend") == ["ray"] * 3
-    assert len(set(cells("pid"))) == 3  # one actor process per shard
+    watched.until(reported, "the actors' own reports", RUN_TIMEOUT_MS)
+    snapshot = seen[-1]
+    assert sorted(int(row["agents"]) for row in snapshot) == [10, 20, 20], snapshot
+    assert [row["backend"] for row in snapshot] == ["ray"] * 3, snapshot
+    assert len({row["pid"] for row in snapshot}) == 3, snapshot  # one actor process per shard
     watched.shot("monitor-ray-shards")
 
     watched.page.locator(".wb-monitor-cancel").get_by_role("button").click()

@@ -40,8 +40,21 @@ def test_a_share_change_updates_the_persona_counts(watched: Watched, dashboard: 
     watched.check("Keep shares normalized")
     watched.page.wait_for_timeout(1000)  # the server has the setting before the next edit
     set_number(watched, "bachelor's degree", 0.6)
+    doctoral = watched.page.get_by_label("doctoral degree", exact=True)
+
+    def shown() -> dict[str, str]:
+        return {
+            "bachelor's row": count_row(watched, "bachelor's degree"),
+            "doctoral share": doctoral.input_value(),
+            "kept normalized": str(watched.checkbox("Keep shares normalized").is_checked()),
+        }
+
+    # kept normalized, the server rescales the other four shares to 0.1 each
+    watched.until(lambda: doctoral.input_value() == "0.1", "the other shares rescaled", shown=shown)
     watched.until(
-        lambda: "30" in count_row(watched, "bachelor's degree").split(), "the count to be 30"
+        lambda: "30" in count_row(watched, "bachelor's degree").split(),
+        "the count to be 30",
+        shown=shown,
     )
     row = count_row(watched, "bachelor's degree")
     assert "30" in row.split() and "0.6" in row.split(), row
