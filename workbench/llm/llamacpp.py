@@ -206,6 +206,32 @@ class LlamaCppModel(ChatModel):
         self._engine  # noqa: B018 - loads and caches
         return self
 
+    def measure_rates(self, prompt_tokens: int = 128, decode_tokens: int = 32) -> dict[str, float]:
+        """The engine's own speeds now, at the thread count it would use now: prompt tokens/s
+        (one chunk of `prompt_tokens`) and decode tokens/s (one token per call, as answers are
+        generated), the best of three tries; what a round's floor is computed from."""
+        engine = self._engine
+        llm = engine.llm
+        text = b"The quick brown fox jumps over the lazy dog. " * (prompt_tokens // 8 + 1)
+        tokens = llm.tokenize(text, add_bos=False)[:prompt_tokens]
+        best_prompt = best_decode = 0.0
+        with engine.lock:
+            import llama_cpp
+
+            threads = self.cpu.threads()
+            llama_cpp.llama_set_n_threads(llm.ctx, threads, threads)
+            for _ in range(3):
+                engine.forget()
+                start = time.perf_counter()
+                llm.eval(tokens)
+                best_prompt = max(best_prompt, len(tokens) / (time.perf_counter() - start))
+                start = time.perf_counter()
+                for token in tokens[:decode_tokens]:
+                    llm.eval([token])
+                best_decode = max(best_decode, decode_tokens / (time.perf_counter() - start))
+            engine.forget()
+        return {"prompt_tok_s": best_prompt, "decode_tok_s": best_decode, "threads": threads}
+
     async def generate(
         self, requests: Sequence[ChatRequest], params: SamplingParams
     ) -> list[ChatResult]:
