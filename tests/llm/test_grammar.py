@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from workbench.llm.base import OutputConstraint, SamplingParams
-from workbench.llm.grammar import integer_range_grammar
+from workbench.llm.grammar import integer_can_continue, integer_range_grammar
 
 CANDIDATES = range(-2000, 2001)
 
@@ -106,3 +106,17 @@ def test_sampling_params_reject_bad_values_naming_the_field(kwargs, field):
 def test_sampling_params_accept_the_edges():
     params = SamplingParams(temperature=0, top_p=1, max_tokens=1)
     assert (params.temperature, params.top_p, params.max_tokens) == (0, 1, 1)
+
+
+def test_an_integer_can_continue_only_while_the_range_holds_a_longer_one() -> None:
+    def brute(text: str, low: int, high: int) -> bool:
+        return any(str(n).startswith(text) and str(n) != text for n in range(low, high + 1))
+
+    for low, high in [(0, 100), (0, 9), (5, 250), (-30, 7), (-5, -1), (10, 10)]:
+        texts = ["", "-"] + [str(n) for n in range(low - 5, high + 5)] + ["-0", "05", "x"]
+        for text in texts:
+            assert integer_can_continue(text, low, high) == brute(text, low, high), (
+                text,
+                low,
+                high,
+            )

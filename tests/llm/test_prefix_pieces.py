@@ -1,0 +1,41 @@
+"""Canonical prompt pieces: where a prompt is cut, and how much of the cache a prompt may reuse."""
+
+from __future__ import annotations
+
+from workbench.llm.prefix_pieces import common_prefix, piece_starts, pieces, reusable_prefix
+
+NEWLINE = 0  # in these token lists, token 0 ends a line
+
+
+def starts(tokens: list[int]) -> list[int]:
+    return piece_starts(tokens, lambda t: t == NEWLINE)
+
+
+def test_pieces_start_after_every_line_end() -> None:
+    tokens = [5, 6, 0, 7, 0, 0, 8, 9]
+    assert starts(tokens) == [0, 3, 5, 6]  # the empty line (a lone 0) is a piece of its own
+    assert pieces(starts(tokens), 0, len(tokens)) == [(0, 3), (3, 5), (5, 6), (6, 8)]
+    assert pieces(starts(tokens), 5, len(tokens)) == [(5, 6), (6, 8)]
+    assert starts([]) == [] and starts([4, 0]) == [0]  # a final newline starts nothing
+
+
+def test_reuse_stops_at_the_last_shared_piece_start_never_mid_piece() -> None:
+    cached = [1, 0, 2, 3, 0, 4, 4]
+    tokens = [1, 0, 2, 3, 0, 4, 5]  # differs inside the third piece
+    assert common_prefix(tokens, cached) == 6
+    assert reusable_prefix(tokens, starts(tokens), cached, starts(cached)) == 5
+    tokens = [1, 0, 2, 9, 0, 4, 4]  # differs inside the second piece
+    assert reusable_prefix(tokens, starts(tokens), cached, starts(cached)) == 2
+
+
+def test_an_identical_prompt_evaluates_its_own_last_piece() -> None:
+    """Its logits are sampled from, and the cached ones were overwritten by the answer."""
+    cached = [1, 0, 2, 0, 3, 3]
+    assert reusable_prefix(cached, starts(cached), cached, starts(cached)) == 4
+
+
+def test_a_prompt_extending_the_cached_one_reuses_all_of_it() -> None:
+    cached = [1, 0, 2, 0]
+    tokens = [1, 0, 2, 0, 3, 3, 0, 4]
+    assert reusable_prefix(tokens, starts(tokens), cached, starts(cached)) == 4
+    assert reusable_prefix(tokens, starts(tokens), [], []) == 0  # an empty cache: nothing
