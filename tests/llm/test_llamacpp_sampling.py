@@ -1,0 +1,43 @@
+"""The embedded model's sampler chain with the integer grammar run on its few candidates draws
+exactly what llama-cpp-python's own chain (grammar over all 49152 tokens) draws."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.llm.grammar import integer_range_grammar
+from workbench.llm.llamacpp import _grammar_text
+from workbench.llm.llamacpp_sampling import answer_sampler
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    ("prompt", "low", "high"),
+    [
+        ("Pick a whole number from 0 to 100. Your number: ", 0, 100),
+        ("The temperature in degrees, from -30 to 7, was ", -30, 7),
+    ],
+)
+def test_the_shrunk_chain_draws_what_the_full_chain_draws(
+    embedded_model, prompt: str, low: int, high: int
+) -> None:
+    engine = embedded_model._engine
+    llm = engine.llm
+    candidates = engine.integer_tokens()
+    assert 10 < len(candidates) < 200  # digits, "-", a few digit groups, end of text
+    grammar = _grammar_text(integer_range_grammar(low, high))
+    with engine.lock:
+        engine.forget()
+        llm.eval(llm.tokenize(prompt.encode(), add_bos=False))
+        drawn = []
+        for seed in range(40):
+            for temperature in (0.0, 0.7, 1.5):
+                llm.set_seed(seed)
+                full = llm._init_sampler(temp=temperature, top_p=0.95, grammar=grammar)
+                shrunk = answer_sampler(llm, temperature, 0.95, grammar, candidates)
+                pair = (full.sample(llm._ctx, -1), shrunk.sample(llm._ctx, -1))
+                assert pair[0] == pair[1], (seed, temperature, pair)
+                drawn.append(pair[0])
+        engine.forget()
+    assert len(set(drawn)) > 2  # the draws really vary with the seed
