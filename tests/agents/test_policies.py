@@ -247,7 +247,7 @@ def test_llm_requests_in_round_two_show_the_target_and_own_numbers():
     for i, request in enumerate(requests[:-1]):
         user = request.messages[1]["content"]
         assert user.startswith(question)
-        assert f"round 1: {i * 10 + 1}" in user.removeprefix(question)
+        assert f"Your own numbers so far: {i * 10 + 1}." in user.removeprefix(question)
         assert f"Persona {i}." in user
     # an invalid answer is remembered as no number
     assert "no valid number" in requests[-1].messages[1]["content"]

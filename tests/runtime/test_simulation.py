@@ -409,7 +409,7 @@ def test_embedded_model_run_is_reproducible(make_config, embedded_model, tmp_pat
         text = later[seed]
         assert personas[agent_id] in text
         assert f"round 1: {format_number(target)}" in text
-        assert f"Your own numbers so far: round 1: {format_number(guess)}." in text
+        assert f"Your own numbers so far: {format_number(guess)}." in text
     assert not math.isnan(target)
 
 
