@@ -104,6 +104,7 @@ def test_embedded_bench_counts_what_the_bundle_records(tmp_path) -> None:
     played = play(config, model, tmp_path)
     sums = played.responses.groupby("round")[["prompt_tokens", "completion_tokens"]].sum()
     assert [r.round for r in played.rounds] == [1, 2]
+    assert played.seconds == [r.seconds for r in played.rounds]  # the bundle's round seconds
     for cost in played.rounds:
         assert cost.given == sums.loc[cost.round, "prompt_tokens"]
         assert cost.generated == sums.loc[cost.round, "completion_tokens"]
@@ -122,6 +123,21 @@ def test_busy_neighbour_is_killed_on_an_error() -> None:
     assert process.returncode is not None
     with pytest.raises(ProcessLookupError):
         os.kill(process.pid, 0)
+
+
+def test_differing_rows_counts_answers_that_changed_in_any_compared_column() -> None:
+    import pandas as pd
+
+    from workbench.bench.embedded import differing_rows
+
+    local = pd.DataFrame(
+        {"agent_id": [0, 1, 2], "round": [1, 1, 1], "raw": ["33", "40", None],
+         "guess": [33.0, 40.0, float("nan")], "latency_s": [0.1, 0.2, 0.3]}
+    )  # fmt: skip
+    shuffled = local.iloc[::-1].assign(latency_s=[9.0, 9.0, 9.0])  # order and timing differ
+    assert differing_rows(local, shuffled) == 0  # failed answers (None, nan) agree too
+    assert differing_rows(local, local.assign(raw=["33", "41", None])) == 1
+    assert differing_rows(local, local.head(2)) == 3
 
 
 @pytest.mark.parametrize(

@@ -478,7 +478,9 @@ def bench_embedded(
     ray_address: Annotated[
         str | None, typer.Option(help="Ray cluster to join (default: start a local one)")
     ] = None,
-    baseline_n: Annotated[int, typer.Option(help="agents timed for the no-reuse baseline")] = 10,
+    baseline_n: Annotated[
+        int, typer.Option(min=1, help="agents timed for the no-reuse baseline")
+    ] = 10,
 ) -> None:
     """A config's rounds (the quickstart by default) on the embedded model against the floor
     that the engine's own prompt-eval and decode speeds imply."""

@@ -96,8 +96,11 @@ class RoundCost:
 
 @dataclass(frozen=True)
 class Played:
-    """One run of the config's rounds: their costs, the run's wall seconds, its responses."""
+    """One run of the config's rounds: each round's seconds (as the bundle records them), their
+    costs (from the engine's counters; none on Ray, whose models live in the shard actors), the
+    run's wall seconds and its responses."""
 
+    seconds: list[float]
     rounds: list[RoundCost]
     total_s: float
     responses: pd.DataFrame
@@ -105,7 +108,7 @@ class Played:
     @property
     def rounds_s(self) -> float:
         """The rounds' seconds together."""
-        return sum(r.seconds for r in self.rounds)
+        return sum(self.seconds)
 
 
 def bench_config(
@@ -186,12 +189,8 @@ def play(config: RunConfig, model: LlamaCppModel | None, out_dir: Path) -> Playe
     start = time.perf_counter()
     bundle = sim.run(out_dir=out_dir, progress=False, on_round=count)
     total = time.perf_counter() - start
-    if model is None:  # no counters on Ray's shard actors: the bundle's seconds only
-        costs = [
-            RoundCost(int(r.round), float(r.seconds), int(r.n), 0, 0, 0, Counter())
-            for r in bundle.rounds().itertuples()
-        ]
-    return Played(costs, total, bundle.responses())
+    seconds = [float(s) for s in bundle.rounds()["seconds"]]
+    return Played(seconds, costs, total, bundle.responses())
 
 
 def _round_cost(number: int, seconds: float, agents: int, counters: EngineCounters) -> RoundCost:
@@ -237,7 +236,7 @@ def baseline_s_per_agent(config: RunConfig, model: LlamaCppModel, agents: int) -
         model.reuse_prefix = True
 
 
-def same_responses(a: pd.DataFrame, b: pd.DataFrame) -> int:
+def differing_rows(a: pd.DataFrame, b: pd.DataFrame) -> int:
     """How many rows differ in agent_id, round, raw or guess (0: identical tables)."""
     key = ["round", "agent_id"]
     left = a[COMPARED].sort_values(key).reset_index(drop=True)
@@ -278,7 +277,7 @@ def embedded_bench(
         if backend == "ray":
             ray = play(on_backend(config, "ray", ray_address), None, Path(out) / "ray")
             lines += _ray_table(quiet, ray)
-    agents = min(baseline_n, config.n_agents)
+    agents = max(1, min(baseline_n, config.n_agents))
     per_agent = baseline_s_per_agent(local, model, agents)
     lines += _baseline_lines(quiet, per_agent, agents)
     return "\n".join(lines)
@@ -347,11 +346,9 @@ def _ray_table(local: Played, ray: Played) -> list[str]:
         "ray backend (the config's shard actors):",
         f"{'round':>5} {'local_s':>8} {'ray_s':>8} {'x_local':>7}",
     ]
-    for q, r in zip(local.rounds, ray.rounds, strict=True):
-        lines.append(
-            f"{r.round:>5} {q.seconds:>8.2f} {r.seconds:>8.2f} {r.seconds / q.seconds:>6.2f}x"
-        )
-    differ = same_responses(local.responses, ray.responses)
+    for number, (q, r) in enumerate(zip(local.seconds, ray.seconds, strict=True), 1):
+        lines.append(f"{number:>5} {q:>8.2f} {r:>8.2f} {r / q:>6.2f}x")
+    differ = differing_rows(local.responses, ray.responses)
     verdict = "yes" if differ == 0 else f"no ({differ} of {len(local.responses)} rows differ)"
     lines += [
         f"rounds together: local {local.rounds_s:.2f} s, ray {ray.rounds_s:.2f} s "
