@@ -164,6 +164,19 @@ def test_embedded_bench_refuses_a_config_without_the_embedded_model(
     assert_user_error(result, str(path), needle)
 
 
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--backend", "dask"], "--backend: use local or ray, got 'dask'"),
+        (["--ray-address", "127.0.0.1:1"], "--ray-address: a Ray cluster is for --backend ray"),
+    ],
+)
+def test_embedded_bench_names_a_bad_backend_option(tmp_path, args: list[str], needle: str) -> None:
+    from cli_helpers import assert_user_error, in_process
+
+    assert_user_error(in_process(["bench", "embedded", *args], cwd=tmp_path), needle)
+
+
 @pytest.mark.slow
 @pytest.mark.ray
 def test_embedded_bench_on_ray_compares_seconds_and_answers(ray_cluster) -> None:

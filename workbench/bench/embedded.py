@@ -261,6 +261,8 @@ def embedded_bench(
     """Run the bench and return its report: per round seconds, tokens and the floor."""
     if backend not in ("local", "ray"):
         raise ConfigError(f"--backend: use local or ray, got {backend!r}")
+    if ray_address is not None and backend != "ray":
+        raise ConfigError("--ray-address: a Ray cluster is for --backend ray; add it or drop this")
     config = bench_config(config_path, n=n, rounds=rounds, seed=seed)
     local = on_backend(config, "local")
     model = embedded_model(config)
