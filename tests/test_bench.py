@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -41,14 +42,154 @@ def test_unknown_configuration_is_rejected() -> None:
         dummy_bench(n=10, configurations=("gpu",))
 
 
-@pytest.mark.slow
-def test_embedded_bench_prints_rates_and_the_baseline() -> None:
-    from workbench.bench.embedded import embedded_round_bench
+def _rows(report: str, header: str) -> list[dict[str, str]]:
+    """The rows of the report's table whose header line starts with `header`, by column."""
+    lines = report.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:2] == header.split())
+    columns = lines[at].split()
+    rows = []
+    for line in lines[at + 1 :]:
+        if not line.split() or not line.split()[0].isdigit():
+            break
+        rows.append(dict(zip(columns, line.split(), strict=True)))
+    return rows
 
-    report = embedded_round_bench(n=4, baseline_n=2)
-    assert "agents/s" in report and "tokens/s" in report
-    assert re.search(r"^\s+1\s+\d+\.\d+\s+\d+\.\d+", report, re.MULTILINE)
-    assert "baseline (no prefix reuse, 2 agents of round 1)" in report
+
+@pytest.mark.slow
+def test_embedded_bench_reports_each_round_against_its_floor_and_under_load(tmp_path) -> None:
+    from cli_helpers import in_process
+
+    args = ["bench", "embedded", "-n", "6", "--rounds", "2", "--under-load", "--baseline-n", "2"]
+    result = in_process(args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = result.stdout
+    assert "config quickstart: 6 agents, 2 rounds, seed 42" in report
+    assert re.search(r"rates before the rounds: prompt \d+ tok/s, decode \d+ tok/s", report)
+    assert re.search(r"rates after the rounds: +prompt \d+ tok/s", report)
+    rows = _rows(report, "round seconds")
+    assert list(rows[0]) == [
+        "round", "seconds", "agents", "given", "evaluated", "generated", "floor_s", "x_floor",
+        "threads",
+    ]  # fmt: skip
+    assert [row["round"] for row in rows] == ["1", "2"]
+    for row in rows:
+        assert row["agents"] == "6"
+        assert 0 < int(row["evaluated"]) <= int(row["given"])
+        assert int(row["generated"]) >= 6  # at least one token per answer
+        floor, seconds = float(row["floor_s"]), float(row["seconds"])
+        assert floor > 0
+        assert float(row["x_floor"].rstrip("x")) == pytest.approx(seconds / floor, abs=0.02)
+        assert int(row["threads"]) >= 1
+    assert int(rows[1]["given"]) > int(rows[0]["given"])  # round 2 also recalls round 1
+    together = float(re.search(r"rounds together: ([\d.]+) s \(2 rounds", report).group(1))
+    assert together == pytest.approx(sum(float(row["seconds"]) for row in rows), abs=0.02)
+
+    loaded = _rows(report, "round quiet_s")
+    assert [row["quiet_s"] for row in loaded] == [row["seconds"] for row in rows]
+    for row in loaded:
+        ratio = float(row["loaded_s"]) / float(row["quiet_s"])
+        assert float(row["x_quiet"].rstrip("x")) == pytest.approx(ratio, abs=0.02)
+    pid = int(re.search(r"one busy process beside it, pid (\d+), killed", report).group(1))
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed and reaped
+    assert "baseline (no prefix reuse, 2 agents of round 1" in report
+
+
+@pytest.mark.slow
+def test_embedded_bench_counts_what_the_bundle_records(tmp_path) -> None:
+    from workbench.bench.embedded import bench_config, embedded_model, play
+
+    config = bench_config(n=6, rounds=2, seed=3)
+    model = embedded_model(config)
+    played = play(config, model, tmp_path)
+    sums = played.responses.groupby("round")[["prompt_tokens", "completion_tokens"]].sum()
+    assert [r.round for r in played.rounds] == [1, 2]
+    assert played.seconds == [r.seconds for r in played.rounds]  # the bundle's round seconds
+    for cost in played.rounds:
+        assert cost.given == sums.loc[cost.round, "prompt_tokens"]
+        assert cost.generated == sums.loc[cost.round, "completion_tokens"]
+        assert cost.evaluated <= cost.given
+        assert sum(cost.threads.values()) == cost.agents == 6
+    assert played.total_s >= played.rounds_s > 0
+    assert model.counters.requests == 0  # reset after the last round
+
+
+def test_busy_neighbour_is_killed_on_an_error() -> None:
+    from workbench.bench.embedded import busy_neighbour
+
+    with pytest.raises(KeyboardInterrupt), busy_neighbour() as process:
+        assert process.poll() is None  # spinning
+        raise KeyboardInterrupt
+    assert process.returncode is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(process.pid, 0)
+
+
+def test_differing_rows_counts_answers_that_changed_in_any_compared_column() -> None:
+    import pandas as pd
+
+    from workbench.bench.embedded import differing_rows
+
+    local = pd.DataFrame(
+        {"agent_id": [0, 1, 2], "round": [1, 1, 1], "raw": ["33", "40", None],
+         "guess": [33.0, 40.0, float("nan")], "latency_s": [0.1, 0.2, 0.3]}
+    )  # fmt: skip
+    shuffled = local.iloc[::-1].assign(latency_s=[9.0, 9.0, 9.0])  # order and timing differ
+    assert differing_rows(local, shuffled) == 0  # failed answers (None, nan) agree too
+    assert differing_rows(local, local.assign(raw=["33", "41", None])) == 1
+    assert differing_rows(local, local.head(2)) == 3
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"model": {"kind": "openai", "base_urls": ["http://127.0.0.1:9/v1"], "name": "m"}},
+         "model.kind is 'openai'; the embedded bench needs model.kind: embedded"),
+        ({"policy": {"kind": "level_k"}}, "policy.kind is 'level_k'"),
+    ],
+)  # fmt: skip
+def test_embedded_bench_refuses_a_config_without_the_embedded_model(
+    tmp_path, change: dict, needle: str
+) -> None:
+    import yaml
+    from cli_helpers import assert_user_error, in_process
+
+    from workbench._examples import example_path
+
+    data = yaml.safe_load(example_path("quickstart").read_text())
+    data["population"] = str(example_path("quickstart").parent / data["population"])
+    path = tmp_path / "other.yaml"
+    path.write_text(yaml.safe_dump(data | change))
+    result = in_process(["bench", "embedded", "--config", path], cwd=tmp_path)
+    assert_user_error(result, str(path), needle)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--backend", "dask"], "--backend: use local or ray, got 'dask'"),
+        (["--ray-address", "127.0.0.1:1"], "--ray-address: a Ray cluster is for --backend ray"),
+    ],
+)
+def test_embedded_bench_names_a_bad_backend_option(tmp_path, args: list[str], needle: str) -> None:
+    from cli_helpers import assert_user_error, in_process
+
+    assert_user_error(in_process(["bench", "embedded", *args], cwd=tmp_path), needle)
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+def test_embedded_bench_on_ray_compares_seconds_and_answers(ray_cluster) -> None:
+    from workbench.bench.embedded import embedded_bench
+
+    report = embedded_bench(
+        n=6, rounds=1, backend="ray", ray_address=ray_cluster.address, baseline_n=1
+    )
+    rows = _rows(report, "round local_s")
+    assert [row["round"] for row in rows] == ["1"]
+    ratio = float(rows[0]["ray_s"]) / float(rows[0]["local_s"])
+    assert float(rows[0]["x_local"].rstrip("x")) == pytest.approx(ratio, abs=0.02)
+    assert re.search(r"responses identical \(agent_id, round, raw, guess\): (yes|no \()", report)
 
 
 @pytest.mark.slow

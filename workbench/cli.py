@@ -463,16 +463,30 @@ def personas_generate(
 
 @bench_app.command("embedded")
 def bench_embedded(
-    n: Annotated[int, typer.Option("-n", help="agents in the round")] = 100,
-    spec: Annotated[Path | None, typer.Option(help="population spec")] = None,
-    seed: Annotated[int, typer.Option(help="seed")] = 0,
-    rounds: Annotated[int, typer.Option(help="rounds to play")] = 1,
-    baseline_n: Annotated[int, typer.Option(help="agents timed for the no-reuse baseline")] = 25,
+    config: Annotated[Path | None, typer.Option(help="run config (model.kind embedded)")] = None,
+    n: Annotated[int | None, typer.Option("-n", help="override n_agents")] = None,
+    rounds: Annotated[int | None, typer.Option(help="override game.rounds")] = None,
+    seed: Annotated[int | None, typer.Option(help="override the config's seed")] = None,
+    under_load: Annotated[bool, typer.Option("--under-load", help="beside a busy process")] = False,
+    backend: Annotated[str, typer.Option(help="ray: also on Ray, answers compared")] = "local",
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster to join")] = None,
+    baseline_n: Annotated[int, typer.Option(min=1, help="agents in the no-reuse baseline")] = 10,
 ) -> None:
-    """Rounds of N persona agents on the embedded model, against a no-prefix-reuse baseline."""
-    from workbench.bench.embedded import embedded_round_bench
+    """A config's rounds (the quickstart by default) on the embedded model against the floor
+    that the engine's own prompt-eval and decode speeds imply."""
+    from workbench.bench.embedded import embedded_bench
 
-    typer.echo(embedded_round_bench(n, spec, seed, rounds=rounds, baseline_n=baseline_n))
+    report = embedded_bench(
+        config,
+        n=n,
+        rounds=rounds,
+        seed=seed,
+        under_load=under_load,
+        backend=backend,
+        ray_address=ray_address,
+        baseline_n=baseline_n,
+    )
+    typer.echo(report)
 
 
 @bench_app.command("served")

@@ -1,81 +1,371 @@
-"""Benchmarks that print ratios against a baseline measured in the same run (never timed tests).
+"""`workbench bench embedded`: a run config's rounds on the embedded llama.cpp model against the
+floor the engine's own speeds imply (never a timed test).
 
-`embedded_round_bench`: rounds of N persona agents on the embedded llama.cpp model through the
-whole workbench path (prompts, batched model call with shared-prefix reuse, parsing, bundle
-writing), against the same round-1 prompts sent one by one from a cleared context (no reuse).
+Each round's prompt tokens given and actually evaluated (the rest came from the prefix cache)
+and tokens generated come from the engine's counters, reset after every round. The floor is
+evaluated / prompt tokens/s + generated / decode tokens/s, with both rates measured in the same
+run just before the rounds and again after them (the faster counts). Optionally the same rounds
+beside one busy process, and on the Ray backend with their responses compared; always the
+no-reuse baseline: round 1's first prompts, each evaluated from a cleared context.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import subprocess
+import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+
+import pandas as pd
 
 from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import RoundContext, split_into_shards
-from workbench.bench import DEFAULT_SPEC
-from workbench.config import ModelSpec, RunConfig, load_population_spec
-from workbench.llm import sampling_params
-from workbench.llm.llamacpp import LlamaCppModel
+from workbench.config import LLMPolicySpec, PopulationSpec, RunConfig, load_run_config, validate
+from workbench.errors import ConfigError
+from workbench.game import RoundStats
+from workbench.llm import make_model
+from workbench.llm.llamacpp import EngineCounters, LlamaCppModel
+from workbench.population import population_note
 from workbench.runtime import Simulation
 
+COMPARED = ["agent_id", "round", "raw", "guess"]
+"""The responses columns that must agree between the local and the Ray run."""
 
-def embedded_round_bench(
-    n: int = 100,
-    spec_path: Path | None = None,
-    seed: int = 0,
-    rounds: int = 1,
-    baseline_n: int = 25,
-) -> str:
-    """Run the bench and return its report (agents/s, tokens/s, ratio to the no-reuse baseline)."""
-    population = load_population_spec(spec_path or DEFAULT_SPEC)
-    model_spec = ModelSpec()
-    config = RunConfig(
-        name="bench-embedded",
-        seed=seed,
-        n_agents=n,
-        population=population,
-        game={"rounds": rounds},
-        model=model_spec,
-    )
-    model = LlamaCppModel(n_ctx=model_spec.n_ctx).load()
+BUSY_CODE = "while True: pass"
+"""What the busy neighbour of `--under-load` runs: one core's worth of spinning."""
+
+
+@dataclass(frozen=True)
+class Rates:
+    """The engine's prompt-eval and decode speeds (tokens/s) at a thread count."""
+
+    prompt_tok_s: float
+    decode_tok_s: float
+    threads: int
+
+    @classmethod
+    def measure(cls, model: LlamaCppModel) -> Rates:
+        """The model's speeds now (`LlamaCppModel.measure_rates`)."""
+        rates = model.measure_rates()
+        return cls(rates["prompt_tok_s"], rates["decode_tok_s"], int(rates["threads"]))
+
+    def faster(self, other: Rates) -> Rates:
+        """Each rate's faster measurement (the floor assumes the engine at its best)."""
+        return Rates(
+            max(self.prompt_tok_s, other.prompt_tok_s),
+            max(self.decode_tok_s, other.decode_tok_s),
+            max(self.threads, other.threads),
+        )
+
+    def describe(self) -> str:
+        """'prompt 250 tok/s, decode 115 tok/s (2 threads)'."""
+        return (
+            f"prompt {self.prompt_tok_s:.0f} tok/s, decode {self.decode_tok_s:.0f} tok/s "
+            f"({self.threads} thread{'s' if self.threads != 1 else ''})"
+        )
+
+
+@dataclass(frozen=True)
+class RoundCost:
+    """What one round took: seconds, agents, and the engine's counters over the round."""
+
+    round: int
+    seconds: float
+    agents: int
+    given: int
+    evaluated: int
+    generated: int
+    threads: Counter[int]
+
+    def floor(self, rates: Rates) -> float:
+        """Seconds the engine needs at best: evaluated / prompt rate + generated / decode rate."""
+        return self.evaluated / rates.prompt_tok_s + self.generated / rates.decode_tok_s
+
+    def threads_text(self) -> str:
+        """The thread counts used: '2', or '2:80,1:20' (threads:requests) when they changed."""
+        if len(self.threads) == 1:
+            return str(next(iter(self.threads)))
+        return ",".join(f"{t}:{k}" for t, k in sorted(self.threads.items(), reverse=True))
+
+
+@dataclass(frozen=True)
+class Played:
+    """One run of the config's rounds: each round's seconds (as the bundle records them), their
+    costs (from the engine's counters; none on Ray, whose models live in the shard actors), the
+    run's wall seconds and its responses."""
+
+    seconds: list[float]
+    rounds: list[RoundCost]
+    total_s: float
+    responses: pd.DataFrame
+
+    @property
+    def rounds_s(self) -> float:
+        """The rounds' seconds together."""
+        return sum(self.seconds)
+
+
+def bench_config(
+    path: Path | None = None,
+    *,
+    n: int | None = None,
+    rounds: int | None = None,
+    seed: int | None = None,
+) -> RunConfig:
+    """The config to bench (the packaged quickstart by default) with the overrides given and
+    no response cache; ConfigError unless its LLM agents ask one embedded model."""
+    from workbench._examples import example_path
+
+    source = path if path is not None else example_path("quickstart")
+    config = load_run_config(source)
+    data = config.model_dump(mode="json")
+    data |= {k: v for k, v in {"n_agents": n, "seed": seed}.items() if v is not None}
+    if rounds is not None:
+        data["game"]["rounds"] = rounds
+    data["model"]["cache"] = None  # every answer from the engine, on every backend
+    config = validate(RunConfig, data, f"{source} (with command-line overrides)")
+    _check_embedded(config, source)
+    return config
+
+
+def _check_embedded(config: RunConfig, source: Path) -> None:
+    """ConfigError naming the field when the config's agents do not ask the embedded model."""
+    if not isinstance(config.policy, LLMPolicySpec):
+        raise ConfigError(
+            f"{source}: policy.kind is {config.policy.kind!r}; the embedded bench needs "
+            "policy.kind: llm (agents that ask the model)"
+        )
+    if config.models:
+        raise ConfigError(
+            f"{source}: models names a mix ({sorted(config.models)}); the embedded bench runs "
+            "one model: remove models and model_shares and set model.kind: embedded"
+        )
+    if config.model.kind != "embedded":
+        raise ConfigError(
+            f"{source}: model.kind is {config.model.kind!r}; the embedded bench needs "
+            "model.kind: embedded (use `workbench bench served` for a model server)"
+        )
+
+
+def on_backend(config: RunConfig, kind: str, address: str | None = None) -> RunConfig:
+    """The config on backend `kind` (local, or ray joining `address`; a local cluster if none),
+    its shard sizes kept."""
+    data = config.model_dump(mode="json")
+    backend = data["backend"] | {"kind": kind}
+    if kind == "local":
+        backend |= {"address": None, "model_placement": "auto"}
+    elif address is not None:
+        backend["address"] = address
+    data["backend"] = backend
+    return validate(RunConfig, data, f"backend (kind {kind})")
+
+
+def embedded_model(config: RunConfig) -> LlamaCppModel:
+    """The config's embedded model, loaded (its counters are what the bench reads)."""
+    model = make_model(config.model)
+    assert isinstance(model, LlamaCppModel)  # kind embedded, no cache: bench_config
+    return model.load()
+
+
+def play(config: RunConfig, model: LlamaCppModel | None, out_dir: Path) -> Played:
+    """Play the config's rounds into a bundle under `out_dir`; with `model` (the local run),
+    its counters are read and reset after every round."""
+    costs: list[RoundCost] = []
+
+    def count(number: int, stats: RoundStats, seconds: float) -> None:
+        if model is not None:
+            costs.append(_round_cost(number, seconds, stats.n, model.counters))
+            model.counters = EngineCounters()
+
     sim = Simulation(config, model=model)
-    with tempfile.TemporaryDirectory() as out:
-        bundle = sim.run(out_dir=out, progress=False)
-        frame = bundle.rounds()
-        responses = bundle.responses()
-    tokens = responses.groupby("round")[["prompt_tokens", "completion_tokens"]].sum()
-
-    # baseline: the same round-1 prompts, each evaluated from a cleared context, input order
-    shard = split_into_shards(sim.personas.head(min(baseline_n, n)), n, 1)[0]
-    policy = LLMPolicy(model, sampling_params(model_spec))
-    requests = policy.requests(shard, RoundContext(1, seed, config.game, n))
-    model.reuse_prefix = False
+    if model is not None:
+        model.counters = EngineCounters()
     start = time.perf_counter()
-    asyncio.run(model.generate(requests, sampling_params(model_spec)))
-    baseline_per_agent = (time.perf_counter() - start) / len(requests)
-    model.reuse_prefix = True
+    bundle = sim.run(out_dir=out_dir, progress=False, on_round=count)
+    total = time.perf_counter() - start
+    seconds = [float(s) for s in bundle.rounds()["seconds"]]
+    return Played(seconds, costs, total, bundle.responses())
 
-    lines = [
-        f"embedded model: {model.identity['name']} (llama.cpp {model.identity['engine_version']}, "
-        f"{model.n_threads} threads); {n} agents, population {population.name}, seed {seed}",
-        f"{'round':>5} {'seconds':>8} {'agents/s':>9} {'tokens/s':>9} {'prompt tok':>10} "
-        f"{'gen tok':>8} {'x baseline':>10}",
+
+def _round_cost(number: int, seconds: float, agents: int, counters: EngineCounters) -> RoundCost:
+    """A round's cost from the counters the engine kept over it."""
+    return RoundCost(
+        round=number,
+        seconds=seconds,
+        agents=agents,
+        given=counters.prompt_tokens,
+        evaluated=counters.evaluated_tokens,
+        generated=counters.generated_tokens,
+        threads=Counter(counters.threads),
+    )
+
+
+@contextlib.contextmanager
+def busy_neighbour() -> Iterator[subprocess.Popen[bytes]]:
+    """One busy process (a spinning Python) for as long as the block runs; always killed."""
+    process = subprocess.Popen([sys.executable, "-c", BUSY_CODE])
+    try:
+        yield process
+    finally:
+        process.kill()
+        process.wait()
+
+
+def baseline_s_per_agent(config: RunConfig, model: LlamaCppModel, agents: int) -> float:
+    """Seconds per agent for round 1's first `agents` prompts, each evaluated from a cleared
+    context in input order (no prefix reuse): what the reuse saves."""
+    sim = Simulation(config, model=model)
+    policy = sim.make_policy()
+    assert isinstance(policy, LLMPolicy)  # checked by bench_config
+    cfg = sim.config
+    shard = split_into_shards(sim.personas.head(agents), agents, 1)[0]
+    note = population_note(sim.population) if cfg.game.prompt.population_note else None
+    requests = policy.requests(shard, RoundContext(1, cfg.seed, cfg.game, cfg.n_agents, (), note))
+    model.reuse_prefix = False
+    try:
+        start = time.perf_counter()
+        asyncio.run(model.generate(requests, policy.params))
+        return (time.perf_counter() - start) / len(requests)
+    finally:
+        model.reuse_prefix = True
+
+
+def differing_rows(a: pd.DataFrame, b: pd.DataFrame) -> int:
+    """How many rows differ in agent_id, round, raw or guess (0: identical tables)."""
+    key = ["round", "agent_id"]
+    left = a[COMPARED].sort_values(key).reset_index(drop=True)
+    right = b[COMPARED].sort_values(key).reset_index(drop=True)
+    if len(left) != len(right):
+        return max(len(left), len(right))
+    equal = (left == right) | (left.isna() & right.isna())
+    return int((~equal.all(axis=1)).sum())
+
+
+def embedded_bench(
+    config_path: Path | None = None,
+    *,
+    n: int | None = None,
+    rounds: int | None = None,
+    seed: int | None = None,
+    under_load: bool = False,
+    backend: str = "local",
+    ray_address: str | None = None,
+    baseline_n: int = 10,
+) -> str:
+    """Run the bench and return its report: per round seconds, tokens and the floor."""
+    if backend not in ("local", "ray"):
+        raise ConfigError(f"--backend: use local or ray, got {backend!r}")
+    if ray_address is not None and backend != "ray":
+        raise ConfigError("--ray-address: a Ray cluster is for --backend ray; add it or drop this")
+    config = bench_config(config_path, n=n, rounds=rounds, seed=seed)
+    local = on_backend(config, "local")
+    model = embedded_model(config)
+    with tempfile.TemporaryDirectory(prefix="bench-embedded-") as out:
+        before = Rates.measure(model)
+        quiet = play(local, model, Path(out) / "quiet")
+        after = Rates.measure(model)
+        lines = _header(config, model, before, after)
+        lines += _floor_table(quiet, before.faster(after))
+        if under_load:
+            with busy_neighbour() as process:
+                loaded = play(local, model, Path(out) / "loaded")
+            lines += _load_table(quiet, loaded, process.pid)
+        if backend == "ray":
+            ray = play(on_backend(config, "ray", ray_address), None, Path(out) / "ray")
+            lines += _ray_table(quiet, ray)
+    agents = max(1, min(baseline_n, config.n_agents))
+    per_agent = baseline_s_per_agent(local, model, agents)
+    lines += _baseline_lines(quiet, per_agent, agents)
+    return "\n".join(lines)
+
+
+def _header(config: RunConfig, model: LlamaCppModel, before: Rates, after: Rates) -> list[str]:
+    """What ran (model, threads policy, config) and the rates the floor uses."""
+    identity = model.identity
+    threads = ", ".join(f"{k} {v}" for k, v in identity["threads"].items())
+    spec = config.population
+    population = spec.name if isinstance(spec, PopulationSpec) else spec
+    return [
+        f"embedded model: {identity['name']} (llama.cpp {identity['engine_version']}; "
+        f"threads {threads})",
+        f"config {config.name}: {config.n_agents} agents, {config.game.rounds} rounds, "
+        f"seed {config.seed}, population {population}",
+        f"engine rates before the rounds: {before.describe()}",
+        f"engine rates after the rounds:  {after.describe()}",
     ]
-    for row in frame.itertuples():
-        tok = tokens.loc[row.round]
-        total = tok.prompt_tokens + tok.completion_tokens
-        speedup = baseline_per_agent * n / row.seconds
+
+
+def _floor_table(played: Played, rates: Rates) -> list[str]:
+    """One row per round: seconds, agents, tokens given / evaluated / generated, the floor."""
+    lines = [
+        f"{'round':>5} {'seconds':>8} {'agents':>6} {'given':>7} {'evaluated':>9} "
+        f"{'generated':>9} {'floor_s':>8} {'x_floor':>7} {'threads':>7}"
+    ]
+    for r in played.rounds:
+        floor = r.floor(rates)
         lines.append(
-            f"{row.round:>5} {row.seconds:>8.2f} {n / row.seconds:>9.1f} "
-            f"{total / row.seconds:>9.0f} {tok.prompt_tokens:>10} {tok.completion_tokens:>8} "
-            f"{speedup:>9.1f}x"
+            f"{r.round:>5} {r.seconds:>8.2f} {r.agents:>6} {r.given:>7} {r.evaluated:>9} "
+            f"{r.generated:>9} {floor:>8.2f} {r.seconds / floor:>6.2f}x {r.threads_text():>7}"
+        )
+    floors = sum(r.floor(rates) for r in played.rounds)
+    lines += [
+        f"rounds together: {played.rounds_s:.2f} s ({len(played.rounds)} rounds; floor "
+        f"{floors:.2f} s, {played.rounds_s / floors:.2f}x); total run {played.total_s:.2f} s "
+        "(personas, rounds, bundle)",
+        "floor = evaluated / prompt tok/s + generated / decode tok/s (each rate the faster of",
+        "before and after); given - evaluated prompt tokens came from the prefix cache",
+    ]
+    return lines
+
+
+def _load_table(quiet: Played, loaded: Played, pid: int) -> list[str]:
+    """Each round's seconds beside one busy process against the quiet run."""
+    lines = [
+        f"under load (one busy process beside it, pid {pid}, killed):",
+        f"{'round':>5} {'quiet_s':>8} {'loaded_s':>8} {'x_quiet':>7} {'threads':>7}",
+    ]
+    for q, r in zip(quiet.rounds, loaded.rounds, strict=True):
+        lines.append(
+            f"{r.round:>5} {q.seconds:>8.2f} {r.seconds:>8.2f} {r.seconds / q.seconds:>6.2f}x "
+            f"{r.threads_text():>7}"
         )
     lines.append(
-        f"baseline (no prefix reuse, {len(requests)} agents of round 1): "
-        f"{baseline_per_agent:.3f} s/agent = {1 / baseline_per_agent:.1f} agents/s, "
-        f"{baseline_per_agent * n:.1f} s for {n} agents"
+        f"rounds together: quiet {quiet.rounds_s:.2f} s, loaded {loaded.rounds_s:.2f} s "
+        f"({loaded.rounds_s / quiet.rounds_s:.2f}x)"
     )
-    lines.append("tokens/s counts every prompt token the model was given, cached or not.")
-    return "\n".join(lines)
+    return lines
+
+
+def _ray_table(local: Played, ray: Played) -> list[str]:
+    """Each round's seconds on the Ray backend against local, and whether the answers agree."""
+    lines = [
+        "ray backend (the config's shard actors):",
+        f"{'round':>5} {'local_s':>8} {'ray_s':>8} {'x_local':>7}",
+    ]
+    for number, (q, r) in enumerate(zip(local.seconds, ray.seconds, strict=True), 1):
+        lines.append(f"{number:>5} {q:>8.2f} {r:>8.2f} {r / q:>6.2f}x")
+    differ = differing_rows(local.responses, ray.responses)
+    verdict = "yes" if differ == 0 else f"no ({differ} of {len(local.responses)} rows differ)"
+    lines += [
+        f"rounds together: local {local.rounds_s:.2f} s, ray {ray.rounds_s:.2f} s "
+        f"({ray.rounds_s / local.rounds_s:.2f}x)",
+        f"responses identical ({', '.join(COMPARED)}): {verdict}",
+    ]
+    return lines
+
+
+def _baseline_lines(quiet: Played, per_agent: float, agents: int) -> list[str]:
+    """The no-reuse baseline and what round 1 would take at its rate."""
+    first = quiet.rounds[0]
+    at_rate = per_agent * first.agents
+    return [
+        f"baseline (no prefix reuse, {agents} agents of round 1, each from a cleared context): "
+        f"{per_agent:.3f} s/agent; round 1's {first.agents} agents at that rate {at_rate:.2f} s "
+        f"= {at_rate / first.seconds:.1f}x its {first.seconds:.2f} s"
+    ]
