@@ -68,14 +68,16 @@ def test_embedded_bench_reports_each_round_against_its_floor_and_under_load(tmp_
     assert re.search(r"rates after the rounds: +prompt \d+ tok/s", report)
     rows = _rows(report, "round seconds")
     assert list(rows[0]) == [
-        "round", "seconds", "agents", "given", "evaluated", "generated", "floor_s", "x_floor",
-        "threads",
+        "round", "seconds", "agents", "given", "evaluated", "generated", "decoded", "floor_s",
+        "x_floor", "threads",
     ]  # fmt: skip
     assert [row["round"] for row in rows] == ["1", "2"]
     for row in rows:
         assert row["agents"] == "6"
         assert 0 < int(row["evaluated"]) <= int(row["given"])
         assert int(row["generated"]) >= 6  # at least one token per answer
+        # an answer's last token needs no decode; each earlier one does
+        assert int(row["generated"]) - 6 <= int(row["decoded"]) <= int(row["generated"])
         floor, seconds = float(row["floor_s"]), float(row["seconds"])
         assert floor > 0
         assert float(row["x_floor"].rstrip("x")) == pytest.approx(seconds / floor, abs=0.02)
@@ -109,6 +111,7 @@ def test_embedded_bench_counts_what_the_bundle_records(tmp_path) -> None:
         assert cost.given == sums.loc[cost.round, "prompt_tokens"]
         assert cost.generated == sums.loc[cost.round, "completion_tokens"]
         assert cost.evaluated <= cost.given
+        assert cost.generated - cost.agents <= cost.decoded <= cost.generated
         assert sum(cost.threads.values()) == cost.agents == 6
     assert played.total_s >= played.rounds_s > 0
     assert model.counters.requests == 0  # reset after the last round

@@ -2,8 +2,9 @@
 floor the engine's own speeds imply (never a timed test).
 
 Each round's prompt tokens given and actually evaluated (the rest came from the prefix cache)
-and tokens generated come from the engine's counters, reset after every round. The floor is
-evaluated / prompt tokens/s + generated / decode tokens/s, with both rates measured in the same
+and tokens generated (and decoded: the grammar ends most answers without decoding their last
+digit) come from the engine's counters, reset after every round. The floor is
+evaluated / prompt tokens/s + decoded / decode tokens/s, with both rates measured in the same
 run just before the rounds and again after them (the faster counts). Optionally the same rounds
 beside one busy process, and on the Ray backend with their responses compared; always the
 no-reuse baseline: round 1's first prompts, each evaluated from a cleared context.
@@ -81,11 +82,12 @@ class RoundCost:
     given: int
     evaluated: int
     generated: int
+    decoded: int
     threads: Counter[int]
 
     def floor(self, rates: Rates) -> float:
-        """Seconds the engine needs at best: evaluated / prompt rate + generated / decode rate."""
-        return self.evaluated / rates.prompt_tok_s + self.generated / rates.decode_tok_s
+        """Seconds the engine needs at best: evaluated / prompt rate + decoded / decode rate."""
+        return self.evaluated / rates.prompt_tok_s + self.decoded / rates.decode_tok_s
 
     def threads_text(self) -> str:
         """The thread counts used: '2', or '2:80,1:20' (threads:requests) when they changed."""
@@ -202,6 +204,7 @@ def _round_cost(number: int, seconds: float, agents: int, counters: EngineCounte
         given=counters.prompt_tokens,
         evaluated=counters.evaluated_tokens,
         generated=counters.generated_tokens,
+        decoded=counters.decoded_tokens,
         threads=Counter(counters.threads),
     )
 
@@ -305,20 +308,21 @@ def _floor_table(played: Played, rates: Rates) -> list[str]:
     """One row per round: seconds, agents, tokens given / evaluated / generated, the floor."""
     lines = [
         f"{'round':>5} {'seconds':>8} {'agents':>6} {'given':>7} {'evaluated':>9} "
-        f"{'generated':>9} {'floor_s':>8} {'x_floor':>7} {'threads':>7}"
+        f"{'generated':>9} {'decoded':>7} {'floor_s':>8} {'x_floor':>7} {'threads':>7}"
     ]
     for r in played.rounds:
         floor = r.floor(rates)
         lines.append(
             f"{r.round:>5} {r.seconds:>8.2f} {r.agents:>6} {r.given:>7} {r.evaluated:>9} "
-            f"{r.generated:>9} {floor:>8.2f} {r.seconds / floor:>6.2f}x {r.threads_text():>7}"
+            f"{r.generated:>9} {r.decoded:>7} {floor:>8.2f} {r.seconds / floor:>6.2f}x "
+            f"{r.threads_text():>7}"
         )
     floors = sum(r.floor(rates) for r in played.rounds)
     lines += [
         f"rounds together: {played.rounds_s:.2f} s ({len(played.rounds)} rounds; floor "
         f"{floors:.2f} s, {played.rounds_s / floors:.2f}x); total run {played.total_s:.2f} s "
         "(personas, rounds, bundle)",
-        "floor = evaluated / prompt tok/s + generated / decode tok/s (each rate the faster of",
+        "floor = evaluated / prompt tok/s + decoded / decode tok/s (each rate the faster of",
         "before and after); given - evaluated prompt tokens came from the prefix cache",
     ]
     return lines

@@ -78,19 +78,20 @@ class _Engine:
     llm: Any
     lock: threading.Lock
     formatter: Any
-    ends_line: dict[int, bool] = field(default_factory=dict)
+    cuts: dict[int, bool] = field(default_factory=dict)
     cached: list[int] = field(default_factory=list)
     cached_starts: list[int] = field(default_factory=list)
     integer_ids: Any = None
     logits: Any = None  # the cached prompt's last logits, as its evaluation left them
 
-    def line_end(self, token: int) -> bool:
-        """Whether a token's text ends in a newline (cached per token id)."""
-        known = self.ends_line.get(token)
+    def cuts_after(self, token: int) -> bool:
+        """Whether a prompt is cut into pieces after this token: its text ends a line or a
+        label ("Your own numbers so far:"), so what follows a shared label is all an agent
+        evaluates itself (cached per token id)."""
+        known = self.cuts.get(token)
         if known is None:
-            known = self.ends_line[token] = self.llm.detokenize([token], special=True).endswith(
-                b"\n"
-            )
+            text = self.llm.detokenize([token], special=True)
+            known = self.cuts[token] = text.endswith((b"\n", b":"))
         return known
 
     def integer_tokens(self) -> Any:
@@ -171,13 +172,15 @@ def _cut_at_stop(text: str, stop: str | list[str] | None) -> str:
 @dataclass
 class EngineCounters:
     """What the engine did since the counters were last reset: requests, prompt tokens given
-    and actually evaluated (the rest came from the cache), tokens generated, the seconds spent
-    evaluating prompts and generating, and how many requests ran at each thread count."""
+    and actually evaluated (the rest came from the cache), tokens generated and those decoded
+    (a generated token after which the grammar allows only the end is never decoded), the
+    seconds spent evaluating prompts and generating, and the requests at each thread count."""
 
     requests: int = 0
     prompt_tokens: int = 0
     evaluated_tokens: int = 0
     generated_tokens: int = 0
+    decoded_tokens: int = 0
     prompt_s: float = 0.0
     generate_s: float = 0.0
     busy_s: float = 0.0
@@ -307,7 +310,7 @@ class LlamaCppModel(ChatModel):
             llm._ctx.kv_cache_seq_rm(-1, len(tokens), -1)
             _last_logits(llm)[:] = engine.logits
             return
-        starts = prompt_pieces(tokens, engine.line_end)
+        starts = prompt_pieces(tokens, engine.cuts_after)
         keep = 0
         if self.reuse_prefix:
             keep = reusable_prefix(tokens, starts, engine.cached, engine.cached_starts)
@@ -406,6 +409,7 @@ class LlamaCppModel(ChatModel):
                 if any(s in text for s in stops):
                     break
             llm.eval([token])
+            self.counters.decoded_tokens += 1
         return answer
 
     @staticmethod

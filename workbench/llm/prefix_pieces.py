@@ -6,8 +6,8 @@ evaluated in one chunk. Reusing "the longest common prefix" with the previous re
 prompt where its neighbour happens to stop matching, so an agent's answer changed with its batch,
 its shard and its backend.
 
-Here a prompt is cut only at fixed places: every line start (after a token that ends in a
-newline) is a piece start, but for the last line's, and the tokens of a piece are always
+Here a prompt is cut only at fixed places: after every token that ends in a newline or a colon
+(the engine's rule; the last line is not cut off), and the tokens of a piece are always
 evaluated as one batch (chunks of `n_batch` counted from the piece's start). A piece's state then
 depends only on the tokens up to its end, whoever evaluated it: a request may reuse the cached
 state of the previous prompt up to the last piece start both prompts share (cut the same way),
@@ -23,14 +23,12 @@ import itertools
 from collections.abc import Callable, Sequence
 
 
-def piece_starts(tokens: Sequence[int], ends_line: Callable[[int], bool]) -> list[int]:
-    """Where the prompt's pieces start: 0 and every position after a token that ends a line.
-
-    `ends_line(token)` says whether a token's text ends in a newline. A one-token piece (an
-    empty line) is evaluated alone wherever it occurs, which is as canonical as any other cut.
-    """
+def piece_starts(tokens: Sequence[int], cuts_after: Callable[[int], bool]) -> list[int]:
+    """Where the prompt's pieces start: 0 and every position after a token that `cuts_after`
+    (a newline, say). A one-token piece (an empty line) is evaluated alone wherever it occurs,
+    which is as canonical as any other cut."""
     starts = [0] if tokens else []
-    starts.extend(i + 1 for i in range(len(tokens) - 1) if ends_line(tokens[i]))
+    starts.extend(i + 1 for i in range(len(tokens) - 1) if cuts_after(tokens[i]))
     return starts
 
 
@@ -44,12 +42,12 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-def prompt_pieces(tokens: Sequence[int], ends_line: Callable[[int], bool]) -> list[int]:
-    """The piece starts an engine evaluates a chat prompt in: its line starts, with the last
-    line joined to the one before it. A chat prompt ends with the template's few-token
-    assistant header right after the agent's own last line; one evaluation instead of two
+def prompt_pieces(tokens: Sequence[int], cuts_after: Callable[[int], bool]) -> list[int]:
+    """The piece starts an engine evaluates a chat prompt in: `piece_starts`, with the last
+    piece joined to the one before it. A chat prompt ends with the template's few-token
+    assistant header right after the agent's own last words; one evaluation instead of two
     saves a model call's fixed cost per agent."""
-    starts = piece_starts(tokens, ends_line)
+    starts = piece_starts(tokens, cuts_after)
     return starts[:-1] if len(starts) > 1 else starts
 
 
