@@ -241,7 +241,7 @@ class LlamaCppModel(ChatModel):
             "n_ctx": self.n_ctx,
             "n_threads": self.n_threads,
             "threads": self.cpu.describe(),
-            "prompt_pieces": "lines",
+            "prompt_pieces": "cut after newlines and colons",
         }
 
     def load(self) -> LlamaCppModel:
