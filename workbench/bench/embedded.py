@@ -99,7 +99,7 @@ class RoundCost:
 @dataclass(frozen=True)
 class Played:
     """One run of the config's rounds: each round's seconds (as the bundle records them), their
-    costs (from the engine's counters; none on Ray, whose models live in the shard actors), the
+    costs (from the engine's counters; none on Ray, whose engines live in model actors), the
     run's wall seconds and its responses."""
 
     seconds: list[float]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import importlib.util
-import os
 import threading
 import time
 from collections import Counter
@@ -32,7 +31,7 @@ from workbench.llm.base import (
     OutputConstraint,
     SamplingParams,
 )
-from workbench.llm.cpu_share import CpuShare
+from workbench.llm.cpu_share import CpuShare, usable_cores
 from workbench.llm.grammar import integer_can_continue, integer_range_grammar
 from workbench.llm.llamacpp_sampling import answer_sampler, integer_candidates
 from workbench.llm.prefix_pieces import pieces, prompt_pieces, reusable_prefix
@@ -58,10 +57,7 @@ def shipped_model_path() -> Path:
 
 def machine_threads() -> int:
     """CPU cores this process may use (affinity-aware)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)
+    return max(1, len(usable_cores()))
 
 
 @lru_cache(maxsize=8)
@@ -164,10 +160,15 @@ def _last_logits(llm: Any) -> Any:
     return np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(llm.n_vocab(),))
 
 
-def _cut_at_stop(text: str, stop: str | list[str] | None) -> str:
+def _stop_strings(stop: str | list[str] | None) -> list[str]:
+    """A chat template's stop (one string, several, or none) as a list of non-empty strings."""
+    return [s for s in ([stop] if isinstance(stop, str) else list(stop or [])) if s]
+
+
+def _cut_at_stop(text: str, stops: list[str]) -> str:
     """`text` up to the first stop string in it (a chat template's end-of-turn text)."""
-    for s in [stop] if isinstance(stop, str) else list(stop or []):
-        text = text.split(s, 1)[0] if s else text
+    for s in stops:
+        text = text.split(s, 1)[0]
     return text
 
 
@@ -345,7 +346,8 @@ class LlamaCppModel(ChatModel):
                 )
             self._evaluate(engine, tokens)
             evaluated = time.perf_counter()
-            answer = self._answer(engine, tokens, params, request, chat.stop)
+            stops = _stop_strings(chat.stop)
+            answer = self._answer(engine, tokens, params, request, stops)
         except (ValueError, RuntimeError) as exc:  # context overflow, decode failure
             engine.forget()
             return ChatResult(
@@ -364,7 +366,7 @@ class LlamaCppModel(ChatModel):
         counters.threads[threads] += 1
         text = llm.detokenize(answer, prev_tokens=tokens).decode("utf-8", errors="ignore")
         return ChatResult(
-            text=_cut_at_stop(text, chat.stop),
+            text=_cut_at_stop(text, stops),
             prompt_tokens=len(tokens),
             completion_tokens=len(answer),
             latency_s=done - start,
@@ -376,7 +378,7 @@ class LlamaCppModel(ChatModel):
         tokens: list[int],
         params: SamplingParams,
         request: ChatRequest,
-        stop: str | list[str] | None,
+        stops: list[str],
     ) -> list[int]:
         """The answer's tokens, sampled from the evaluated prompt one at a time with the
         sampler chain llama-cpp-python's completions use (`llamacpp_sampling`); it stops at the
@@ -394,7 +396,6 @@ class LlamaCppModel(ChatModel):
             self._grammar_for(request.constraint),
             engine.integer_tokens() if integers is not None else None,
         )
-        stops = [stop] if isinstance(stop, str) else list(stop or [])
         answer: list[int] = []
         while len(answer) < params.max_tokens:
             token = sampler.sample(llm._ctx, -1)
