@@ -62,6 +62,15 @@ def test_changing_an_education_share_updates_the_preview_counts(editor) -> None:
     assert (preview.personas["education"] == "doctoral degree").sum() == 400
 
 
+def test_rescaled_shares_read_as_typed_decimals(editor) -> None:
+    """0.4 * 0.2 / 0.8 is 0.09999999999999999 in floats; the share boxes show 0.1."""
+    editor.auto_normalize = True
+    editor.set_share("education", "bachelor's degree", 0.6)
+    shares = next(d for d in editor.dimensions if d["name"] == "education")["shares"]
+    assert shares["doctoral degree"] == 0.1 and shares["bachelor's degree"] == 0.6
+    assert sum(shares.values()) == pytest.approx(1.0, abs=1e-11)
+
+
 def test_shares_off_one_say_their_sum_and_normalize_fixes_them(editor) -> None:
     preview = PersonaPreview.for_editor(editor)
     editor.set_share("education", "doctoral degree", 0.13)

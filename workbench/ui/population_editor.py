@@ -310,7 +310,7 @@ class PopulationEditor(pn.viewable.Viewer):
                         "category a share above 0"
                     )
                 for category in table:
-                    table[category] = table[category] / total
+                    table[category] = _tidy(table[category] / total)
         if dimension is not None:
             _named(dims, dimension)
         self._commit(dims)
@@ -553,6 +553,16 @@ def _where(dim: dict[str, Any], parent: str) -> str:
     return f"dimension {dim['name']!r}{suffix}"
 
 
+SHARE_DIGITS = 12
+"""Decimals a computed share keeps: 0.4 * 0.2 / 0.8 is 0.1, not 0.09999999999999999 in the
+share's input box; the shares still sum to 1 within 1e-11."""
+
+
+def _tidy(share: float) -> float:
+    """A computed share rounded to SHARE_DIGITS decimals."""
+    return round(share, SHARE_DIGITS)
+
+
 def _rescale_others(table: Table, category: str, share: float) -> None:
     """Set `category` to `share` and scale the other shares so the table sums to 1."""
     others = [c for c in table if c != category]
@@ -562,5 +572,5 @@ def _rescale_others(table: Table, category: str, share: float) -> None:
     rest = 1.0 - share
     total = sum(table[c] for c in others)
     for c in others:
-        table[c] = rest * table[c] / total if total > 0 else rest / len(others)
+        table[c] = _tidy(rest * table[c] / total if total > 0 else rest / len(others))
     table[category] = share
