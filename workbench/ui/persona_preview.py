@@ -273,7 +273,7 @@ class PersonaPreview(pn.viewable.Viewer):
             self.counts, disabled=True, show_index=False, pagination="remote", page_size=50
         )
         cards = [
-            pn.Card(pn.pane.Str(str(row["persona"])), title=f"agent {row['agent_id']}", width=300)
+            pn.Card(_persona_text(row["persona"]), title=f"agent {row['agent_id']}", width=300)
             for _, row in personas.head(self.n_cards).iterrows()
         ]
         return pn.Column(
@@ -286,6 +286,13 @@ class PersonaPreview(pn.viewable.Viewer):
         )
 
 
+def _persona_text(text: object) -> pn.viewable.Viewable:
+    """A persona as it was written, wrapped to its card (a plain `Str` runs into the next card)."""
+    return pn.pane.Str(
+        str(text), sizing_mode="stretch_width", stylesheets=["pre { white-space: pre-wrap; }"]
+    )
+
+
 def _note(message: str, failed: bool) -> pn.viewable.Viewable:
     return pn.pane.Alert(
         message or "-", alert_type="danger" if failed else "info", visible=bool(message)
@@ -295,7 +302,7 @@ def _note(message: str, failed: bool) -> pn.viewable.Viewable:
 def _background_cards(backgrounds: list[dict[str, Any]]) -> pn.viewable.Viewable:
     cards = []
     for item in backgrounds:
-        body = [pn.pane.Str(item["persona"])]
+        body = [_persona_text(item["persona"])]
         if item["error"]:
             body.append(pn.pane.Alert(f"model error: {item['error']}", alert_type="danger"))
         title = f"agent {item['agent_id']} ({item['source']})"
