@@ -10,7 +10,6 @@ batch. Output constraints go through the server's own structured-output paramete
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import weakref
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ from workbench.llm.base import (
     most_informative,
     report_answered,
 )
+from workbench.llm.key_policy import api_key_for
 from workbench.llm.servers import (
     CONSTRAINT_MODES,
     ConstraintMode,
@@ -112,15 +112,9 @@ class OpenAICompatModel(ChatModel):
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> OpenAICompatModel:
-        """The client a `ModelSpec(kind="openai")` describes; its key read from the environment."""
-        key = None
-        if spec.api_key_env is not None:
-            key = os.environ.get(spec.api_key_env)
-            if not key:
-                raise ConfigError(
-                    f"model.api_key_env: environment variable {spec.api_key_env!r} is not set; "
-                    "export the API key there (it is never written to bundles or logs)"
-                )
+        """The client a `ModelSpec(kind="openai")` describes; its key read from the environment
+        where the key policy in force allows it (`workbench.llm.key_policy`)."""
+        key = api_key_for(spec.api_key_env, spec.base_urls)
         return cls(
             spec.base_urls,
             spec.name or "",
