@@ -202,6 +202,15 @@ def _grammar_text(gbnf: str) -> Any:
     return LlamaGrammar.from_string(gbnf, verbose=False)
 
 
+def built_for() -> str:
+    """The CPU features this llama.cpp build uses, as it reports them ("AVX2 = 1 | ..."): its
+    logits, so its answers, are bitwise reproducible on this build and feature set only."""
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
+    return " | ".join(part.strip() for part in info.split("|") if part.strip())
+
+
 class LlamaCppModel(ChatModel):
     """A `ChatModel` backed by an in-process llama.cpp model (the embedded SmolLM2 by default).
 
@@ -228,14 +237,16 @@ class LlamaCppModel(ChatModel):
 
     @property
     def identity(self) -> dict[str, Any]:
-        """Engine, version, file name and sha256 of the GGUF: what exactly answered, and how its
-        threads were chosen."""
+        """Engine, version, the CPU features its build uses, file name and sha256 of the GGUF:
+        what exactly answered (logits differ between builds and CPUs), and how its threads were
+        chosen."""
         import llama_cpp
 
         stat = self.path.stat()
         return {
             "engine": "llama.cpp",
             "engine_version": llama_cpp.__version__,
+            "built_for": built_for(),
             "name": self.path.stem,
             "file": self.path.name,
             "file_sha256": file_sha256(str(self.path), stat.st_size, stat.st_mtime_ns),
