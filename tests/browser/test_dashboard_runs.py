@@ -29,7 +29,7 @@ from ports import free_port
 from served import Served
 
 from workbench.results import Bundle
-from workbench.ui.launches import launches
+from workbench.runs.status import launches
 
 pytestmark = pytest.mark.slow
 
