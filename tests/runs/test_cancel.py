@@ -107,7 +107,7 @@ def test_a_record_from_another_time_or_host_is_refused(
     folder = _plant(results, "old-1", foreign.pid, ["sleep", "300"], "2020-01-01T00:00:00+00:00")
     record = Launch.read(folder)
     assert record.bundle == results / "old-1"
-    with pytest.raises(BundleError, match="the run is failed; nothing to cancel"):
+    with pytest.raises(BundleError, match="not this launch's `workbench run`.*nothing sent"):
         cancel(record)
     other = _plant(results, "elsewhere-1", foreign.pid, ["sleep", "300"], _iso(0))
     data = json.loads((other / "launch.json").read_text(encoding="utf-8"))

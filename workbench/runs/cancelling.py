@@ -6,7 +6,8 @@ so nothing it says is trusted on its own. The process is pinned first (a pidfd, 
 them, so the pid cannot be reused between the checks and the signal), then it must be: on this
 host, alive, a `workbench run` whose command line names this launch's own config file
 (`.launches/<id>/config.yaml`) and `--run-id <id>`, started within START_SLACK_S of the record's
-time, and the holder of its bundle's writer lock once the bundle exists. Otherwise nothing is
+time (`runs.status.started_with`), and the holder of its bundle's writer lock once the bundle
+exists. Otherwise nothing is
 sent and the refusal says why. A run that was not started by `runs.launch` (no record) is
 cancelled where it runs (Ctrl-C), never from here.
 """
@@ -21,30 +22,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from workbench._files import atomic_write_text
-from workbench._processes import (
-    START_SLACK_S,
-    iso_epoch,
-    process_alive,
-    process_command,
-    process_started,
-)
+from workbench._processes import process_alive, process_command
 from workbench.errors import BundleError, ConfigError
 from workbench.results.lock import read_holder
-from workbench.runs.records import CANCEL_FILE, CONFIG_FILE, LAUNCHES_DIR, Launch
-from workbench.runs.status import LaunchState, launch_state
+from workbench.runs.records import CANCEL_FILE, CONFIG_FILE, LAUNCHES_DIR, Launch, is_run_of
+from workbench.runs.status import LaunchState, launch_state, started_with
 
-__all__ = ["cancel", "cancel_run", "is_run_of", "refusal"]
-
-
-def is_run_of(command: tuple[str, ...] | None, record: Launch) -> bool:
-    """Whether a command line is `workbench run` of `record`'s own config with its run id."""
-    if not command:
-        return False
-    args = list(command)
-    named = any(Path(a).name in ("workbench", "workbench.cli") for a in args)
-    run_id = [b for a, b in zip(args, args[1:], strict=False) if a == "--run-id"]
-    own_config = str(record.folder / CONFIG_FILE)
-    return named and "run" in args and own_config in args and run_id == [record.launch_id]
+__all__ = ["cancel", "cancel_run", "refusal"]
 
 
 def refusal(record: Launch) -> str | None:
@@ -62,8 +46,7 @@ def refusal(record: Launch) -> str | None:
             f"{what} is not this launch's `workbench run` (its command line does not name "
             f"{record.folder / CONFIG_FILE} and --run-id {record.launch_id}); nothing sent"
         )
-    started, recorded = process_started(record.pid), iso_epoch(record.started_at)
-    if started is None or recorded is None or abs(started - recorded) > START_SLACK_S:
+    if started_with(record) is not True:
         return (
             f"{what} did not start when the launch was recorded ({record.started_at}); it is "
             "not this launch's process; nothing sent"
@@ -151,7 +134,8 @@ def cancel(target: Launch | LaunchState | str | Path) -> int:
     if record.host != socket.gethostname():
         raise BundleError(f"launch {record.launch_id} runs on host {record.host}; cancel it there")
     state = launch_state(record)
-    if state.finished:
+    # a live process a finished launch names without a bundle is no run of it: say why below
+    if state.finished and (state.bundle is not None or not process_alive(record.pid)):
         raise BundleError(
             f"launch {record.launch_id}: the run is {state.status}; nothing to cancel"
         )

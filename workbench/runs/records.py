@@ -25,6 +25,7 @@ __all__ = [
     "LAUNCH_FILE",
     "LOG_FILE",
     "Launch",
+    "is_run_of",
     "launch_records",
 ]
 
@@ -126,3 +127,15 @@ def launch_records(results_dir: str | Path) -> list[Launch]:
             except BundleError:
                 continue
     return sorted(records, key=lambda r: (r.started_at, r.launch_id), reverse=True)
+
+
+def is_run_of(command: tuple[str, ...] | None, record: Launch) -> bool:
+    """Whether a process's command line is `workbench run` of `record`'s own config file
+    (`.launches/<id>/config.yaml`) with `--run-id <id>`, as `runs.launch` starts it."""
+    if not command:
+        return False
+    args = list(command)
+    named = any(Path(a).name in ("workbench", "workbench.cli") for a in args)
+    run_id = [b for a, b in zip(args, args[1:], strict=False) if a == "--run-id"]
+    own_config = str(record.folder / CONFIG_FILE)
+    return named and "run" in args and own_config in args and run_id == [record.launch_id]

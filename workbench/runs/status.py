@@ -18,13 +18,26 @@ from typing import Any
 
 import pandas as pd
 
-from workbench._processes import START_SLACK_S, iso_epoch, process_alive, process_started
+from workbench._processes import (
+    START_SLACK_S,
+    iso_epoch,
+    process_alive,
+    process_command,
+    process_started,
+)
 from workbench.errors import BundleError, ConfigError
 from workbench.results import Bundle, list_bundles
 from workbench.results.layout import MANIFEST, RUN_ID_PATTERN
 from workbench.results.status import DEAD, FINAL
 from workbench.runs.follower import run_state
-from workbench.runs.records import CANCEL_FILE, EXIT_FILE, LAUNCHES_DIR, Launch, launch_records
+from workbench.runs.records import (
+    CANCEL_FILE,
+    EXIT_FILE,
+    LAUNCHES_DIR,
+    Launch,
+    is_run_of,
+    launch_records,
+)
 from workbench.runtime.events import RunState
 
 __all__ = [
@@ -40,11 +53,15 @@ __all__ = [
     "log_error",
     "resolve_run",
     "running_bundles",
+    "started_with",
     "wait_for",
 ]
 
 RESUME = "workbench run --resume"
 """The command that finishes a failed, cancelled or dead bundle (said with every such error)."""
+LAUNCH_START_S = 30.0
+"""Longest a launch's process may start after its record's time (the launcher stamps the record
+just before it starts the process; a busy machine may take seconds to fork)."""
 LOG_TAIL_BYTES = 16_384
 """How much of a run's log is read for its last error line."""
 LIST_COLUMNS = ("run_id", "status", "created_at", "n_agents", "rounds_done", "launch_id", "path")
@@ -131,13 +148,24 @@ def bundle_state(
     )
 
 
+def started_with(record: Launch) -> bool | None:
+    """Whether process `record.pid` started when the launch was recorded: no earlier than
+    START_SLACK_S before it (an older process is not the launch's), no later than
+    LAUNCH_START_S after it (a pid reused since is not); None when a time is unknown."""
+    started, recorded = process_started(record.pid), iso_epoch(record.started_at)
+    if started is None or recorded is None:
+        return None
+    return recorded - START_SLACK_S <= started <= recorded + LAUNCH_START_S
+
+
 def launch_alive(record: Launch) -> bool:
     """Whether the launch's own process still runs: on this host, alive (not a zombie),
-    started within START_SLACK_S of the record's time (a pid reused later is not it)."""
+    started when the launch was recorded, and (where /proc tells) running the launch's own
+    `workbench run` (`is_run_of`), so no reused pid passes for it."""
     if record.host != socket.gethostname() or not process_alive(record.pid):
         return False
-    started, recorded = process_started(record.pid), iso_epoch(record.started_at)
-    return started is None or recorded is None or abs(started - recorded) <= START_SLACK_S
+    command = process_command(record.pid)
+    return started_with(record) is not False and (command is None or is_run_of(command, record))
 
 
 def launch_state(record: Launch) -> LaunchState:

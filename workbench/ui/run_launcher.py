@@ -437,10 +437,10 @@ def _alert(text: str, failed: bool, css: str) -> pn.viewable.Viewable:
 
 
 def _error_alert(error: str, status: str) -> pn.viewable.Viewable:
-    shown = bool(error) and status in ("failed", "cancelled")
+    shown = bool(error) and status in ("failed", "cancelled", "dead")
     return pn.pane.Alert(
         f"{status}: {error}" if shown else "-",
-        alert_type="danger" if status == "failed" else "warning",
+        alert_type="warning" if status == "cancelled" else "danger",
         visible=shown,
         css_classes=[CSS["error"]],
     )
