@@ -3,7 +3,7 @@
 Health is the same `GET <base_url>/models` check a run makes before it starts
 (`workbench.llm.servers.served_by`), sent WITHOUT any API key: an endpoint is named by data on
 disk (a bundle's or a launch's config), and data never chooses which secret is sent where. An
-endpoint that wants a key answers 401/403 and reads "error" with that reason. Only runs started
+endpoint that wants a key answers 401/403 and reads "needs key". Only runs started
 by `runs.launch` into this folder (their launch records under `.launches`) that are running now
 are checked: a bundle planted to read "running" is never asked about.
 """
@@ -21,6 +21,7 @@ from workbench.config import LLMPolicySpec, ModelSpec, RunConfig, load_run_confi
 from workbench.errors import BundleError, ConfigError, ModelError
 from workbench.runs.cancelling import refusal
 from workbench.runs.launcher import run_coroutine
+from workbench.runs.records import CONFIG_FILE
 from workbench.runs.status import launches
 
 __all__ = ["ENDPOINT_COLUMNS", "HEALTH_TIMEOUT_S", "endpoints"]
@@ -52,8 +53,10 @@ async def _health(base_url: str, spec: ModelSpec, timeout_s: float) -> tuple[str
         try:
             owner = await served_by(client, base_url.rstrip("/"), spec.name or "", timeout_s)
         except ModelError as exc:
-            health = "unreachable" if "cannot reach" in str(exc) else "error"
-            return health, str(exc), round(1000 * (time.perf_counter() - start), 1)
+            text, ms = str(exc), round(1000 * (time.perf_counter() - start), 1)
+            if "HTTP 401" in text or "HTTP 403" in text:  # alive, and it wants a key
+                return "needs key", "answers; wants an API key (a health check sends none)", ms
+            return ("unreachable" if "cannot reach" in text else "error"), text, ms
     detail = f"serves {spec.name!r}" + (f" (owned by {owner})" if owner else "")
     return "ok", detail, round(1000 * (time.perf_counter() - start), 1)
 
@@ -61,8 +64,8 @@ async def _health(base_url: str, spec: ModelSpec, timeout_s: float) -> tuple[str
 def endpoints(results_dir: str | Path, *, timeout_s: float = HEALTH_TIMEOUT_S) -> pd.DataFrame:
     """The model endpoints of the running runs launched into `results_dir` (ENDPOINT_COLUMNS),
     each checked at once with `GET <base_url>/models`, with no API key (at most `timeout_s`):
-    health "ok" when it answers and serves the run's model name, "unreachable" or "error" with
-    the reason (an endpoint that wants a key says so).
+    health "ok" when it answers and serves the run's model name, "needs key" when it answers
+    401/403, "unreachable" or "error" with the reason.
 
     Models that live inside the run's processes (embedded, replay, in-process vLLM) are listed
     with health "in-process" and no URL.
@@ -72,15 +75,14 @@ def endpoints(results_dir: str | Path, *, timeout_s: float = HEALTH_TIMEOUT_S) -
     for state in launches(results_dir):
         if state.status != "running" or state.launch is None or refusal(state.launch):
             continue  # only a live run proven to be this folder's launch
-        path = state.launch.bundle
         try:
-            config = load_run_config(state.launch.folder / "config.yaml")
+            config = load_run_config(state.launch.folder / CONFIG_FILE)
         except (BundleError, ConfigError, OSError):
             continue
         if not isinstance(config.policy, LLMPolicySpec):
             continue  # a baseline policy asks no model
         for key, spec in _model_specs(config).items():
-            base = {"run_id": Path(path).name, "model": key, "kind": spec.kind}
+            base = {"run_id": state.launch.launch_id, "model": key, "kind": spec.kind}
             base["name"] = spec.name or spec.kind
             if spec.kind != "openai":
                 rows.append({**base, "base_url": "", "health": "in-process", "detail": ""})

@@ -100,8 +100,8 @@ class ClusterMonitor(pn.viewable.Viewer):
     )
     endpoints = param.DataFrame(
         default=_empty(ENDPOINT_COLUMNS),
-        doc="The model endpoints of the running runs with their health (ok, unreachable, "
-        "error, in-process) and why.",
+        doc="The model endpoints of the runs this folder launched, running now, with their health "
+        "(ok, needs key, unreachable, error, in-process: checked with no API key) and why.",
     )
     actors = param.DataFrame(
         default=_empty(ACTOR_COLUMNS),
