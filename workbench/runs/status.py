@@ -131,10 +131,8 @@ def bundle_state(
     except BundleError as exc:
         status, error = "failed", str(exc)
     if status == DEAD:
-        error = (
-            f"the run's process (pid {run.pid}) died without finishing after "
-            f"{run.rounds_done} of {run.rounds} rounds"
-        )
+        who = f"the run's process (pid {run.pid})" if run.pid else "the run's process"
+        error = f"{who} died without finishing after {run.rounds_done} of {run.rounds} rounds"
     if status in ("failed", "cancelled", DEAD) and RESUME not in (error or ""):
         error = f"{error or status}; resume it with {RESUME} {bundle}"
     return LaunchState(
