@@ -151,12 +151,12 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         try:
             return self.config()
         except WorkbenchError as exc:
-            self._say(error_text(exc), True)
+            self._say(_error_text(exc), True)
             return None
 
     def _started(self, result: Launch | BaseException) -> Launch | None:
         if isinstance(result, BaseException):
-            self._say(error_text(result), True)
+            self._say(_error_text(result), True)
             return None
         self._say(f"started {result.launch_id} (pid {result.pid})", False)
         self.attach(result)
@@ -231,7 +231,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         try:
             pid = cancel(target)
         except PAGE_ERRORS as exc:
-            self._say(error_text(exc), True)
+            self._say(_error_text(exc), True)
             return False
         self._say(f"cancel sent to the run (pid {pid}); it marks its bundle cancelled", False)
         return True
@@ -410,11 +410,11 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
                 parts.append(pn.pane.Markdown(f"Guesses by **{column}**"))
                 parts.append(pn.pane.HoloViews(plots.distribution(bundle, column, kind="heatmap")))
         except WorkbenchError as exc:
-            return _alert(error_text(exc), True, CSS["result"])
+            return _alert(_error_text(exc), True, CSS["result"])
         return pn.Column(pn.pane.Markdown("### Result"), *parts, css_classes=[CSS["result"]])
 
 
-def error_text(exc: BaseException) -> str:
+def _error_text(exc: BaseException) -> str:
     """A WorkbenchError's own message (what the CLI prints after `error: `)."""
     return str(exc) if isinstance(exc, WorkbenchError) else f"{type(exc).__name__}: {exc}"
 
@@ -424,7 +424,7 @@ def _check(config: RunConfig) -> tuple[bool, str]:
     try:
         return True, check_model(config)
     except PAGE_ERRORS as exc:
-        return False, error_text(exc)
+        return False, _error_text(exc)
 
 
 def _alert(text: str, failed: bool, css: str) -> pn.viewable.Viewable:
