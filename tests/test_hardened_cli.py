@@ -141,7 +141,7 @@ def _wait_for(predicate, timeout_s: float = 60.0) -> None:
 
 
 def _running_bundle(out: Path) -> Path | None:
-    from workbench.runtime import run_state
+    from workbench.runs import run_state
 
     for path in out.glob("*/events.jsonl") if out.is_dir() else []:
         if run_state(path.parent).rounds_done >= 1:

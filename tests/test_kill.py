@@ -126,7 +126,7 @@ def test_sigkill_leaves_an_incomplete_bundle(
     assert 1 <= done < 6
 
     bundle = Bundle.open(path)
-    assert bundle.status == "running"
+    assert bundle.status == "dead"  # marked running, but its writer is gone
     assert not bundle.is_complete
     rounds = bundle.rounds()
     assert len(rounds) in (done, done + 1)  # rounds.parquet is written just before the manifest
@@ -137,7 +137,7 @@ def test_sigkill_leaves_an_incomplete_bundle(
 
     report = verify_bundle(path)
     assert not report.ok
-    assert any(p.startswith("incomplete: status is running") for p in report.problems)
+    assert any(p.startswith("incomplete: status is dead") for p in report.problems)
 
     # A kill can strike mid-write; a temp file left then starts with "." and is never read as
     # data: not as a part file, nor as the manifest or rounds table.
@@ -156,7 +156,7 @@ def test_sigkill_leaves_an_incomplete_bundle(
     )
     assert result.returncode == 1, result.stdout + result.stderr
     assert result.stdout.startswith(f"FAILED {path}")
-    assert "incomplete: status is running" in result.stdout
+    assert "incomplete: status is dead" in result.stdout
     assert "Traceback" not in result.stderr
 
 

@@ -41,8 +41,8 @@ _EXPORTS: dict[str, str] = {
     "verify_bundle": "workbench.results",
     "Simulation": "workbench.runtime",
     "run": "workbench.runtime",
-    "follow": "workbench.runtime",
-    "run_state": "workbench.runtime",
+    "follow": "workbench.runs",
+    "run_state": "workbench.runs",
     "Experiment": "workbench.experiment",
     "sweep": "workbench.experiment",
     "configure": "workbench.experiment",
@@ -112,4 +112,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from workbench.experiment import Experiment, configure, model_overrides, sweep
     from workbench.population import counts_table, sample_population
     from workbench.results import Bundle, list_bundles, verify_bundle
-    from workbench.runtime import Simulation, follow, run, run_state
+    from workbench.runs import follow, run_state
+    from workbench.runtime import Simulation, run

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from workbench.cli_runs import runs_app
 from workbench.cli_servers import dashboard_command, serve_model_command
 from workbench.errors import WorkbenchError
 
@@ -44,6 +45,7 @@ bench_app = typer.Typer(help="Benchmarks that print ratios against an in-run bas
 app.add_typer(bundles_app, name="bundles")
 app.add_typer(personas_app, name="personas")
 app.add_typer(bench_app, name="bench")
+app.add_typer(runs_app, name="runs")
 
 ROUND_TABLE_COLUMNS: dict[str, str] = {
     "round": "round",
@@ -157,12 +159,14 @@ def run_command(
     example: Annotated[
         str | None, typer.Option(help="run a config shipped with the package, e.g. quickstart")
     ] = None,
+    run_id: Annotated[str | None, typer.Option(help="the new bundle's folder name")] = None,
 ) -> None:
     """Play a game from CONFIG into a new bundle (or --resume BUNDLE); print the round table."""
     from workbench._examples import example_path
     from workbench.config import load_run_config, validate
     from workbench.errors import ConfigError
     from workbench.results import Bundle
+    from workbench.results.writer import check_run_id
     from workbench.runtime import Simulation
 
     if sum(x is not None for x in (config, resume, example)) != 1:
@@ -179,6 +183,7 @@ def run_command(
             "--rounds": rounds,
             "--backend": backend,
         }
+        fixed["--run-id"] = run_id
         given = [name for name, value in fixed.items() if value is not None]
         if given:
             raise ConfigError(
@@ -199,10 +204,12 @@ def run_command(
         if backend is not None:
             data["backend"]["kind"] = backend
         sim = Simulation(validate(type(cfg), data, f"{config} (with command-line overrides)"))
+        if run_id is not None:
+            check_run_id(run_id, Path(out if out is not None else cfg.output.dir), "--run-id")
     table = RoundTable()
     sim.events.subscribe(table)
     try:
-        bundle = sim.run(out_dir=out, progress=progress)
+        bundle = sim.run(out_dir=out, progress=progress, run_id=run_id)
     except KeyboardInterrupt:
         if table.bundle is None:
             typer.echo("interrupted before the bundle was written; nothing to resume", err=True)
@@ -308,7 +315,7 @@ def bundles_compare(
 def bundles_list(
     root: Annotated[Path, typer.Argument(help="results directory")] = Path("results"),
 ) -> None:
-    """List the bundles under ROOT with their status."""
+    """List the bundles under ROOT with their status (dead: marked running, writer gone)."""
     from workbench.results import list_bundles
 
     frame = list_bundles(root)
@@ -340,7 +347,7 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
         )
     if b.error:
         typer.echo(f"error:   {b.error}")
-    if b.status in ("failed", "cancelled"):
+    if b.status in ("failed", "cancelled", "dead"):
         typer.echo(f"resume:  {_resume_hint(b.path)}")
     frame = b.rounds()
     if not len(frame):

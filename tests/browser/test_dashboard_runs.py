@@ -29,7 +29,7 @@ from ports import free_port
 from served import Served
 
 from workbench.results import Bundle
-from workbench.ui.launches import launches
+from workbench.runs.status import launches
 
 pytestmark = pytest.mark.slow
 
@@ -98,7 +98,7 @@ def test_an_embedded_run_shows_shards_rounds_and_histogram_as_the_cli_would(
     watched.assert_no_errors()
 
 
-def test_a_reloaded_page_still_shows_the_run_and_a_killed_run_reads_failed(
+def test_a_reloaded_page_still_shows_the_run_and_a_killed_run_reads_dead(
     watched: Watched, dashboard: Served
 ) -> None:
     results = results_of(dashboard)
@@ -122,6 +122,6 @@ def test_a_reloaded_page_still_shows_the_run_and_a_killed_run_reads_failed(
     os.kill(state.launch.pid, signal.SIGKILL)
     error = launcher.locator(".wb-launcher-error")
     error.get_by_text("died without finishing").wait_for()
-    assert "failed" in status_text(launcher)
+    assert "dead" in status_text(launcher)
     watched.shot("run-killed")
     watched.assert_no_errors()

@@ -94,6 +94,7 @@ def test_public_names() -> None:
         "new_run_id",
         "read_events",
         "redact",
+        "run_status",
         "verify_bundle",
     }
 
@@ -303,13 +304,15 @@ def test_context_manager_clean_exit_completes(tmp_path: Path) -> None:
     assert Bundle.open(tmp_path / "r2").status == "cancelled"
 
 
-def test_abandoned_writer_reads_as_running(tmp_path: Path) -> None:
+def test_abandoned_writer_reads_as_dead(tmp_path: Path) -> None:
     writer = BundleWriter(tmp_path, make_config(), run_id="r1")
     write_two_rounds(writer)
     writer.write_responses(3, 0, responses(3, [0, 1], [1.0, 2.0]))
+    assert Bundle.open(tmp_path / "r1").status == "running"  # its writer lives
     del writer  # the process was killed: finish() never runs
     bundle = Bundle.open(tmp_path / "r1")
-    assert bundle.status == "running" and not bundle.is_complete
+    assert bundle.recorded_status == "running"  # the manifest cannot know
+    assert bundle.status == "dead" and not bundle.is_complete  # its writer is gone
     assert bundle.manifest["finished_at"] is None and bundle.manifest["files"] == {}
     assert bundle.rounds_count == 2 and len(bundle.rounds()) == 2
     assert len(bundle.responses(3)) == 2
@@ -411,7 +414,7 @@ def test_list_bundles(tmp_path: Path) -> None:
     ]
     with BundleWriter(tmp_path, make_config(), run_id="a") as writer:
         write_two_rounds(writer)
-    BundleWriter(tmp_path, make_config(), run_id="b")  # still running
+    live = BundleWriter(tmp_path, make_config(), run_id="b")  # still running
     (tmp_path / "not-a-bundle").mkdir()
     (tmp_path / "stray.txt").write_text("hello")
     (tmp_path / "broken").mkdir()
@@ -423,6 +426,8 @@ def test_list_bundles(tmp_path: Path) -> None:
     assert listing["n_agents"].tolist() == [4, 4]
     assert listing["rounds_done"].tolist() == [2, 0]
     assert listing["path"].tolist() == [str(tmp_path / "a"), str(tmp_path / "b")]
+    live.close()  # given up unfinished: no one writes it any more
+    assert list_bundles(tmp_path)["status"].tolist() == ["complete", "dead"]
 
 
 def test_redaction_keeps_the_name_of_the_variable_holding_a_key() -> None:

@@ -117,10 +117,10 @@ def test_a_bundle_from_before_the_extracted_column_opens_and_verifies(
 def test_abandoned_run_is_incomplete(tmp_path: Path) -> None:
     path = honest_bundle(tmp_path, finish=False)  # the writer is dropped: a killed run
     bundle = Bundle.open(path)
-    assert bundle.status == "running" and not bundle.is_complete
+    assert bundle.status == "dead" and not bundle.is_complete  # its writer is gone
     report = verify_bundle(path)
     assert not report.ok
-    assert report.problems[0].startswith("incomplete: status is running")
+    assert report.problems[0].startswith("incomplete: status is dead (its writer died; resume")
     assert len(report.problems) == 1, report.problems  # the data written so far is consistent
     assert "FAILED" in str(report) and "incomplete" in str(report)
 

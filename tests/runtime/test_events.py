@@ -19,6 +19,7 @@ from ray import cloudpickle
 
 from workbench.llm.base import ChatModel, ChatResult, report_answered
 from workbench.results import verify_bundle
+from workbench.runs import run_state
 from workbench.runtime import (
     EventBus,
     LocalBackend,
@@ -27,14 +28,13 @@ from workbench.runtime import (
     RunStarted,
     ShardProgress,
     Simulation,
-    run_state,
 )
 from workbench.runtime.events import event_from_dict
 
 FOLLOWER = """
 import json, sys, time
 from pathlib import Path
-from workbench.runtime import follow
+from workbench.runs import follow
 from workbench.results import read_events  # loaded now: the run must not outpace the imports
 path = Path(sys.argv[1])
 print("ready", flush=True)

@@ -1,15 +1,18 @@
 """ClusterMonitor's state after refresh(), on real runs: a finished local run's shards, a live
-`workbench run` subprocess cancelled from the monitor, the test Ray cluster's nodes, a Ray
+launched run cancelled from the monitor (a run started from a shell is shown but
+not cancelled), the test Ray cluster's nodes, a Ray
 address that does not answer, and the page it builds (with the css classes the browser tests
 find)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import panel as pn
@@ -118,8 +121,8 @@ def test_the_nodes_of_the_test_cluster(ray_cluster, results):
 
 
 def _start_run(tmp_path: Path) -> subprocess.Popen[bytes]:
-    """`workbench run` of the slow config into tmp_path/out (stderr in stderr.log), with SIGINT
-    at its default (a child inherits an ignored SIGINT and would never see Ctrl-C)."""
+    """`workbench run` of the slow config into tmp_path/out, started from a shell (no launch
+    record), with SIGINT at its default."""
     config = tmp_path / "slow.yaml"
     config.write_text(SLOW_CONFIG, encoding="utf-8")
     args = [sys.executable, "-m", "workbench.cli", "run", str(config), "--out", "out"]
@@ -136,37 +139,72 @@ def _start_run(tmp_path: Path) -> subprocess.Popen[bytes]:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-@pytest.mark.slow
-def test_a_live_cli_run_is_shown_and_cancelled(tmp_path):
-    proc = _start_run(tmp_path)
-    monitor = ClusterMonitor(results_dir=str(tmp_path / "out"))
-    try:
-        deadline = time.monotonic() + 60
-        while monitor.run_id is None or len(monitor.shards) < 2:
-            assert proc.poll() is None, (tmp_path / "stderr.log").read_text()[-2000:]
-            assert time.monotonic() < deadline, "the run never showed its shards"
-            time.sleep(0.3)
-            asyncio.run(monitor.refresh())
+def _shown(monitor: ClusterMonitor, alive: Callable[[], bool], why: Callable[[], str]) -> None:
+    """Refresh until the monitor shows a run with its two shards (60 s at most)."""
+    deadline = time.monotonic() + 60
+    while monitor.run_id is None or len(monitor.shards) < 2:
+        assert alive(), why()
+        assert time.monotonic() < deadline, "the run never showed its shards"
+        time.sleep(0.3)
+        asyncio.run(monitor.refresh())
 
+
+@pytest.mark.slow
+def test_a_live_launched_run_is_shown_and_cancelled(tmp_path):
+    from workbench.config import load_run_config
+    from workbench.runs.launcher import launch
+    from workbench.runs.status import launch_state, log_error
+
+    config = tmp_path / "slow.yaml"
+    config.write_text(SLOW_CONFIG, encoding="utf-8")
+    out = tmp_path / "out"
+    record = launch(load_run_config(config), out)
+    monitor = ClusterMonitor(results_dir=str(out))
+    try:
+        _shown(
+            monitor,
+            lambda: launch_state(record).status == "running",
+            lambda: str(log_error(record.log_path)),
+        )
         shards = monitor.shards
         assert set(shards["run_status"]) == {"running"}
-        assert shards["agents"].tolist() == [4, 4] and set(shards["pid"]) == {proc.pid}
+        assert shards["agents"].tolist() == [4, 4] and set(shards["pid"]) == {record.pid}
         assert shards["cpu_percent"].notna().all()  # the writer on this host, measured
-        run_id = monitor.run_id
+        assert monitor.run_id == record.launch_id
         message = asyncio.run(monitor.cancel())
-        assert message == f"{run_id}: sent SIGINT to its writer (pid {proc.pid}); " + (
-            "it stops as cancelled"
+        assert message == (
+            f"{record.launch_id}: sent SIGINT to its run (pid {record.pid}); it stops as cancelled"
         )
         assert monitor.message_kind == "success"
-        proc.wait(timeout=20)
+        deadline = time.monotonic() + 30
+        while launch_state(record).status == "running" and time.monotonic() < deadline:
+            time.sleep(0.2)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        if launch_state(record).status == "running":
+            os.kill(record.pid, signal.SIGKILL)
 
-    bundle = Bundle.open(next((tmp_path / "out").iterdir()))
+    bundle = Bundle.open(record.bundle)
     assert bundle.status == "cancelled"
     asyncio.run(monitor.refresh())
     assert monitor.run_id is None
     assert set(monitor.shards["run_status"]) == {"cancelled"}
     assert set(monitor.shards["in_flight"]) == {0}
+
+
+@pytest.mark.slow
+def test_a_run_started_from_a_shell_is_shown_but_not_cancelled(tmp_path):
+    proc = _start_run(tmp_path)
+    monitor = ClusterMonitor(results_dir=str(tmp_path / "out"))
+    try:
+        _shown(
+            monitor,
+            lambda: proc.poll() is None,
+            lambda: (tmp_path / "stderr.log").read_text()[-2000:],
+        )
+        message = asyncio.run(monitor.cancel())
+        assert "no launch record" in message and "Ctrl-C" in message
+        assert monitor.message_kind == "warning"
+        assert proc.poll() is None  # nothing was sent
+    finally:
+        proc.kill()
+        proc.wait()

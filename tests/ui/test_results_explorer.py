@@ -278,13 +278,16 @@ def test_a_run_still_going_says_so_until_its_first_round(education_spec, tmp_pat
         writer.write_personas(sample_population(education_spec, config.n_agents, 4))
         explorer = ResultsExplorer(results_dir=str(tmp_path))
         assert list(explorer.bundles["status"]) == ["running"] and explorer.round is None
-        assert _alerts(explorer.status_view()) == [
-            "live is running (or stopped before it finished)"
-        ]
+        assert _alerts(explorer.status_view()) == ["live is running"]
         for view in (explorer.histogram_view, explorer.distribution_view):
             assert _alerts(view()) == ["live: no finished round yet (running); refresh after one"]
         assert explorer.by == "education"  # the personas are there already
         explorer.__panel__().get_root()
+        writer.close()  # given up unfinished: no process writes it any more
+        assert _alerts(explorer.status_view()) == [
+            "live is dead: its writer stopped before it finished; resume it with "
+            f"workbench run --resume {tmp_path / 'live'}"
+        ]
 
 
 def test_a_drawn_explorer_picks_up_a_bundle_that_appears_later(results, tmp_path) -> None:

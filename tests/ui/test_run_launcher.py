@@ -21,11 +21,12 @@ from cli_helpers import workbench
 from fake_openai import FakeServer
 from ports import free_port
 
+from workbench._processes import process_alive
 from workbench.config import PopulationSpec, load_run_config
 from workbench.results import Bundle
+from workbench.runs.records import LAUNCHES_DIR
+from workbench.runs.status import launches
 from workbench.ui import PopulationEditor
-from workbench.ui.launches import LAUNCHES_DIR, launches
-from workbench.ui.processes import process_alive
 from workbench.ui.run_launcher import CSS, RunLauncher, quickstart_population
 
 EDUCATION_YAML = Path(__file__).resolve().parents[2] / "personas" / "paper-education.yaml"
@@ -64,7 +65,7 @@ def results(tmp_path: Path) -> Iterator[Path]:
 
 
 def finished(launcher: RunLauncher) -> bool:
-    return launcher.status in ("complete", "failed", "cancelled")
+    return launcher.status in ("complete", "failed", "cancelled", "dead")
 
 
 def test_the_settings_are_the_clis_config(education_spec: PopulationSpec) -> None:
@@ -255,10 +256,14 @@ def test_a_bundle_run_from_the_cli_is_reattached_too(
         until(lambda: RunLauncher(results_dir=str(results)).status == "running")
         launcher = RunLauncher(results_dir=str(results))
         assert launcher.launch_id is None and Path(launcher.bundle).parent == results
-        assert launcher.cancel_run()
-        assert proc.wait(timeout=30) == 130
+        # not launched here (no launch record): shown, but never signalled from the page
+        assert not launcher.cancel_run() and launcher.message_failed
+        assert "no launch record" in launcher.message and "Ctrl-C" in launcher.message
+        assert proc.poll() is None
+        proc.kill()
+        proc.wait(timeout=30)
         launcher.refresh()
-        assert launcher.status == "cancelled"
+        assert launcher.status == "dead" and "workbench run --resume" in launcher.error
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -5,8 +5,8 @@ is written. Then the cells run in grid order, each with `Simulation` into `cells
 the index is rewritten after each one. On a rerun of the same sweep:
 
 - a complete cell is kept as it is (its bundle is not touched);
-- a failed, cancelled or still-running (killed) cell is resumed with `Simulation.resume` from
-  its last complete round, so it ends with the answers an uninterrupted run gives;
+- a failed, cancelled or dead (killed) cell is resumed with `Simulation.resume` from its last
+  complete round, so it ends with the answers an uninterrupted run gives;
 - a cell whose folder cannot be resumed (no manifest, no personas: its process died while
   creating it) is moved to `stale/` and started again;
 - a cell that fails (a model error, too many failed answers) is recorded as failed in the index
@@ -46,7 +46,7 @@ class CellResult:
 
     @property
     def status(self) -> str:
-        """The cell's bundle status (complete, failed, cancelled, running) or pending."""
+        """The cell's bundle status (complete, failed, cancelled, running, dead) or pending."""
         return str(self.row.get("status"))
 
     @property

@@ -1,7 +1,8 @@
 """Result bundles: write a run's data and manifest atomically, read it back, verify it.
 
 `layout` is the format (names, schemas, part paths), `writer` writes a bundle, `bundle` reads
-one, `verify` checks one against itself, `replay` hands a bundle's answers to the replay model.
+one, `status` is the one status of a run (a run whose writer is gone reads dead), `verify`
+checks one against itself, `replay` hands a bundle's answers to the replay model.
 The names below load on first use (PEP 562), so `import workbench.results.layout` stays light.
 """
 
@@ -17,6 +18,7 @@ from workbench.results.redact import redact
 if TYPE_CHECKING:
     from workbench.results.bundle import Bundle, list_bundles, read_events
     from workbench.results.layout import RESPONSE_SCHEMA, ROUND_COLUMNS
+    from workbench.results.status import run_status
     from workbench.results.verify import VerifyReport, verify_bundle
     from workbench.results.writer import BundleWriter, new_run_id
 
@@ -29,6 +31,7 @@ _HOMES: dict[str, str] = {
     "list_bundles": "workbench.results.bundle",
     "new_run_id": "workbench.results.writer",
     "read_events": "workbench.results.bundle",
+    "run_status": "workbench.results.status",
     "verify_bundle": "workbench.results.verify",
 }
 
@@ -42,6 +45,7 @@ __all__ = [
     "new_run_id",
     "read_events",
     "redact",
+    "run_status",
     "verify_bundle",
 ]
 

@@ -168,17 +168,26 @@ class Bundle:
         return str(self._field("run_id", str))
 
     @property
-    def status(self) -> str:
-        """running, complete, failed or cancelled (running after a killed run too)."""
+    def recorded_status(self) -> str:
+        """The status the manifest records: running, complete, failed or cancelled (running
+        after a killed run too; `status` tells that one from a live run)."""
         value = self.manifest.get("status")
         if value not in STATUSES:
             raise self._damaged("status", f"one of {', '.join(STATUSES)}", repr(value))
         return str(value)
 
     @property
+    def status(self) -> str:
+        """The run's status now (`results.status.run_status`): running, complete, failed,
+        cancelled, or dead when the manifest reads running but its writer is gone."""
+        from workbench.results.status import run_status
+
+        return run_status(self.path, self.recorded_status)
+
+    @property
     def is_complete(self) -> bool:
         """Whether the run finished normally."""
-        return self.status == "complete"
+        return self.recorded_status == "complete"
 
     @property
     def created_at(self) -> str | None:

@@ -2,8 +2,10 @@
 
 The lock (`.writer.lock`, JSON {pid, host, started_at}) is created with O_CREAT|O_EXCL, so of
 two processes racing for a bundle exactly one gets it. A lock left by a process that died on
-this host is recognised (its pid is gone) and taken over; a lock from another host cannot be
-checked from here and is refused with the fix.
+this host is recognised (its pid is gone, or now belongs to a process started after the lock
+was taken) and taken over; a lock from another host cannot be checked from here and is refused
+with the fix. `holder_alive` is the one judgement of a writer's life: the run status
+(`results.status`) and the stale-lock takeover both ask it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench._files import fsync_dir
+from workbench._processes import process_alive, started_before
 from workbench.errors import BundleLockedError
 from workbench.results.layout import LOCK_FILE
 
@@ -40,25 +43,28 @@ def _holder(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists on this host (one we may not signal counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def read_holder(bundle: str | Path) -> dict[str, Any] | None:
+    """The writer lock of `bundle` ({pid, host, started_at}); None when there is none or it
+    is unreadable."""
+    return _holder(Path(bundle) / LOCK_FILE)
+
+
+def holder_alive(holder: dict[str, Any], path: Path | None = None) -> bool | None:
+    """Whether the process a lock names still runs: its pid alive on this host (a zombie is
+    not) and started no later than the lock was taken (a reused pid started after). None when
+    the lock is from another host or names no pid (it cannot be judged from here). A lock held
+    by this process is alive while a writer here holds it (`path` names the lock file)."""
+    pid = holder.get("pid")
+    if holder.get("host") != socket.gethostname() or not isinstance(pid, int) or pid <= 0:
+        return None
+    if pid == os.getpid():
+        return path is None or _key(path) in _HELD
+    return process_alive(pid) and started_before(pid, holder.get("started_at"))
 
 
 def _is_stale(path: Path, holder: dict[str, Any]) -> bool:
     """Whether a readable lock on this host belongs to a process that is gone."""
-    pid = holder.get("pid")
-    if holder.get("host") != socket.gethostname() or not isinstance(pid, int) or pid <= 0:
-        return False
-    if pid == os.getpid():
-        return _key(path) not in _HELD  # this process's writer was dropped without finishing
-    return not pid_alive(pid)
+    return holder_alive(holder, path) is False
 
 
 def _refusal(bundle: Path, path: Path, holder: dict[str, Any] | None) -> BundleLockedError:

@@ -75,11 +75,14 @@ def _number(value: Any) -> Any:
 def _check_status(bundle: Bundle, problems: list[str]) -> None:
     if bundle.is_complete:
         return
-    if bundle.status == "running":
-        detail = "finish() never ran: the run was killed or is still going"
+    status = bundle.status
+    if status == "running":
+        detail = "finish() never ran: the run is still going"
+    elif status == "dead":
+        detail = f"its writer died; resume it with workbench run --resume {bundle.path}"
     else:
         detail = bundle.error or "no error recorded"
-    problems.append(f"incomplete: status is {bundle.status} ({detail})")
+    problems.append(f"incomplete: status is {status} ({detail})")
 
 
 def _check_links(bundle: Bundle, problems: list[str]) -> bool:

@@ -167,7 +167,7 @@ def _existing_ancestor(path: Path) -> Path:
     return probe
 
 
-def check_out_dir(root: Path, run_id: str) -> None:
+def check_out_dir(root: Path, run_id: str, field: str = "name / run id") -> None:
     """Refuse, before anything is created, a results root that cannot hold the bundle.
 
     ConfigError when `root` is a file or lies below one, or when `run_id` is longer than the
@@ -184,8 +184,26 @@ def check_out_dir(root: Path, run_id: str) -> None:
     size = len(os.fsencode(run_id))
     if size > limit:
         raise ConfigError(
-            f"name / run id: {run_id[:40]}... is {size} bytes, more than the {limit} this file "
+            f"{field}: {run_id[:40]}... is {size} bytes, more than the {limit} this file "
             "system allows for a folder name; use a shorter name"
+        )
+
+
+def check_run_id(run_id: str, root: str | Path, field: str = "run_id") -> None:
+    """Refuse, before anything is created, a run id that is not a safe folder name (letters,
+    digits, '_', '.', '-', starting with a letter or digit; no longer than the file system
+    allows) or whose bundle already exists under `root` (ConfigError naming `field`)."""
+    if not RUN_ID_PATTERN.fullmatch(run_id):
+        raise ConfigError(
+            f"{field}: {run_id!r} is not a safe folder name; use letters, digits, '_', '.' and "
+            "'-', starting with a letter or digit"
+        )
+    root = Path(root)
+    check_out_dir(root, run_id, field)
+    if (root / run_id).exists() or (root / run_id).is_symlink():
+        raise ConfigError(
+            f"{field}: {root / run_id} already exists; a bundle is never overwritten, choose "
+            "another run id (or resume it with workbench run --resume)"
         )
 
 
@@ -274,7 +292,7 @@ class BundleWriter:
         writes, is refused.
         """
         bundle = Bundle.open(path)
-        if bundle.status == "complete":
+        if bundle.is_complete:
             raise BundleError(f"{bundle.path}: already complete; nothing to resume")
         self = cls.__new__(cls)
         self._start(bundle.path, bundle.run_id)
@@ -288,7 +306,7 @@ class BundleWriter:
 
     def _resume(self, bundle: Bundle, changes: Mapping[str, Any] | None = None) -> None:
         """Drop what a round that never ended left and mark the manifest running again."""
-        if bundle.status == "complete":
+        if bundle.is_complete:
             raise BundleError(f"{bundle.path}: already complete; nothing to resume")
         self._rounds = [dict(r) for r in bundle.rounds_done]
         done = {int(r["round"]) for r in self._rounds}

@@ -20,8 +20,6 @@ _HOMES: dict[str, str] = {
     "RunStarted": "workbench.runtime.events",
     "RunState": "workbench.runtime.events",
     "ShardProgress": "workbench.runtime.events",
-    "follow": "workbench.runtime.events",
-    "run_state": "workbench.runtime.events",
     "LocalBackend": "workbench.runtime.local",
     "play_shard": "workbench.runtime.local",
     "Simulation": "workbench.runtime.simulation",
@@ -39,11 +37,9 @@ __all__ = [
     "RunState",
     "ShardProgress",
     "Simulation",
-    "follow",
     "make_backend",
     "play_shard",
     "run",
-    "run_state",
 ]
 
 __getattr__, __dir__ = lazy_face(__name__, _HOMES, globals())
@@ -58,8 +54,6 @@ if TYPE_CHECKING:
         RunStarted,
         RunState,
         ShardProgress,
-        follow,
-        run_state,
     )
     from workbench.runtime.local import LocalBackend, play_shard
     from workbench.runtime.simulation import Simulation, run

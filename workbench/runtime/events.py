@@ -5,7 +5,8 @@ a shard's progress within a round (agents answered, errors by status, tokens, wh
 a round finished (its statistics), the run finished, failed or was cancelled (with the error).
 tqdm, the CLI's round table, `on_round` callbacks, the dashboard and the cluster monitor are
 subscribers of an `EventBus`; the bundle's `events.jsonl` is one more, so another process (a
-dashboard that restarted) can `follow` a live run from disk and tell its true status.
+dashboard that restarted) can follow a live run from disk (`workbench.runs.follow`: the one
+reader of events.jsonl) and fold it into a `RunState`.
 """
 
 from __future__ import annotations
@@ -13,15 +14,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
-import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
-
-RUN_STATES = ("running", "complete", "failed", "cancelled")
 
 
 def _now() -> str:
@@ -219,7 +217,11 @@ class EventBus:
 
 @dataclass
 class RunState:
-    """What a follower knows of a run from its events: status, rounds, shards' latest progress."""
+    """What a follower knows of a run from its events: status, rounds, shards' latest progress.
+
+    `status` is what the events say; `true_status` is the run's one status
+    (`results.status.run_status` of `bundle`: a run whose writer died reads "dead").
+    """
 
     status: str = "unknown"
     run_id: str | None = None
@@ -230,6 +232,7 @@ class RunState:
     stats: list[dict[str, Any]] = field(default_factory=list)
     pid: int | None = None
     host: str | None = None
+    bundle: Path | None = None
 
     def apply(self, event: Event) -> None:
         """Update the state with one event."""
@@ -248,71 +251,14 @@ class RunState:
             self.status, self.error, self.rounds_done = event.status, event.error, event.rounds_done
 
     @property
-    def writer_alive(self) -> bool | None:
-        """Whether the process writing a running run is alive (None: on another host, unknown)."""
-        if self.pid is None or self.host != socket.gethostname():
-            return None
-        from workbench.results.lock import pid_alive  # here: the bundle layout loads pyarrow
-
-        return pid_alive(self.pid)
-
-    @property
     def true_status(self) -> str:
-        """`status`, except that a running run whose writer died reads "dead"."""
-        if self.status == "running" and self.writer_alive is False:
-            return "dead"
-        return self.status
+        """The run's one status (`results.status.run_status` of its bundle): running, complete,
+        failed, cancelled or dead; the events' `status` while no bundle manifest reads."""
+        if self.bundle is None:
+            return self.status
+        from workbench.results.status import run_status  # here: results loads pyarrow
 
-
-def run_state(bundle: str | Path) -> RunState:
-    """A run's state from its bundle's events.jsonl (as another process sees it)."""
-    from workbench.results import read_events
-
-    state = RunState()
-    records, _ = read_events(Path(bundle))
-    for record in records:
-        event = event_from_dict(record)
-        if event is not None:
-            state.apply(event)
-    return state
-
-
-def follow(
-    bundle: str | Path, *, poll_s: float = 0.1, timeout_s: float | None = None
-) -> Iterator[Event]:
-    """Yield a run's events as they are appended, from the first, until it finishes.
-
-    Works from another process while the run goes on; stops after a `RunFinished`, or after
-    `timeout_s` seconds (TimeoutError), or when the writer died without finishing (the last
-    event yielded is then a synthetic `RunFinished` with status "failed").
-    """
-    from workbench.results import read_events
-
-    path, offset = Path(bundle), 0
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    state = RunState()
-    while True:
-        records, offset = read_events(path, offset)
-        if not records and state.status == "running" and state.writer_alive is False:
-            records, offset = read_events(path, offset)  # it may have finished meanwhile
-            if not records:
-                yield RunFinished(
-                    run_id=state.run_id or "",
-                    status="failed",
-                    rounds_done=state.rounds_done,
-                    error=f"the writing process (pid {state.pid}) died without finishing",
-                    bundle=str(path),
-                )
-                return
-        for record in records:
-            event = event_from_dict(record)
-            if event is None:
-                continue
-            state.apply(event)
-            yield event
-            if isinstance(event, RunFinished):
-                return
-        if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError(f"{path}: no run_finished event within {timeout_s} s")
-        if not records:
-            time.sleep(poll_s)
+        try:
+            return run_status(self.bundle)
+        except ValueError:
+            return self.status

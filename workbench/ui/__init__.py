@@ -5,9 +5,9 @@ shown inline in a notebook, as an ipywidget (`pn.ipywidget(...)`) or served by t
 `persona_preview` samples it (a paged table, counts against the shares, persona cards and
 LLM-written backgrounds), `results_explorer` browses a results folder (plots by any persona
 column, comparisons, provenance, tables, verify) with `results_data` its Panel-free reads,
-`run_launcher` starts and follows runs (`launches`: detached `workbench run` processes found
-again from disk), `cluster_monitor` shows Ray nodes, shard actors and model endpoints
-(`cluster_data`: its Panel-free reads), and `app` puts them together as tabs and serves them
+`run_launcher` starts and follows runs and `cluster_monitor` shows Ray nodes, shard actors and
+model endpoints (both read through `workbench.runs`, the Panel-free library of detached runs:
+ui/ holds components only), and `app` puts them together as tabs and serves them
 (`workbench dashboard`);
 `jupyter` is the IPython extension (`%load_ext workbench`, `%%workbench_run`) and `proxy` the
 JupyterLab Launcher tile. The names below load on first use (PEP 562), so importing the package

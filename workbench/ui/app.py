@@ -141,7 +141,7 @@ def serve(
         return WorkbenchApp(results_dir=results, ray_address=ray_address).__panel__()
 
     if ray_address:  # joined here, on the main thread: Ray's driver set-up wants it there
-        from workbench.ui.cluster_data import connect
+        from workbench.runs.cluster import connect
 
         print(connect(ray_address), flush=True)
     print(f"workbench dashboard: http://{address}:{port}{prefix}/ (results: {results})", flush=True)

@@ -2,11 +2,12 @@
 results folder, the model endpoints with their health, the workbench's named actors; cancel a
 running run, shut down idle actors.
 
-Everything shown comes from `cluster_data` (the runs' own events, Ray's public API, a GET of
-each endpoint's `/models`), read in a worker thread by `refresh()`, which a served page or a
-notebook calls every `refresh_s` seconds: the page never freezes and nothing here waits on Ray
-inside a callback. The monitor holds no state that matters: a restarted dashboard shows the
-truth from the bundles and the cluster.
+Everything shown comes from `workbench.runs` (`shards`: the runs' own events; `cluster`: Ray's
+public API; `endpoints`: a keyless GET of each launched run's endpoint `/models`), read in a
+worker thread by `refresh()`, which a served page or a notebook calls every `refresh_s`
+seconds: the page never freezes and nothing here waits on Ray inside a callback. The monitor
+holds no state that matters: a restarted dashboard shows the truth from the bundles and the
+cluster.
 """
 
 from __future__ import annotations
@@ -20,13 +21,12 @@ import panel as pn
 import param
 
 from workbench.errors import WorkbenchError
-from workbench.ui import cluster_data
-from workbench.ui.cluster_data import (
-    ACTOR_COLUMNS,
-    ENDPOINT_COLUMNS,
-    NODE_COLUMNS,
-    SHARD_COLUMNS,
-)
+from workbench.runs import cancelling, cluster
+from workbench.runs import endpoints as endpoint_checks
+from workbench.runs import shards as shard_reads
+from workbench.runs.cluster import ACTOR_COLUMNS, NODE_COLUMNS
+from workbench.runs.endpoints import ENDPOINT_COLUMNS
+from workbench.runs.shards import SHARD_COLUMNS
 
 __all__ = ["CSS_CLASSES", "ClusterMonitor"]
 
@@ -100,8 +100,8 @@ class ClusterMonitor(pn.viewable.Viewer):
     )
     endpoints = param.DataFrame(
         default=_empty(ENDPOINT_COLUMNS),
-        doc="The model endpoints of the running runs with their health (ok, unreachable, "
-        "error, in-process) and why.",
+        doc="The model endpoints of the runs this folder launched, running now, with their health "
+        "(ok, needs key, unreachable, error, in-process: checked with no API key) and why.",
     )
     actors = param.DataFrame(
         default=_empty(ACTOR_COLUMNS),
@@ -140,17 +140,17 @@ class ClusterMonitor(pn.viewable.Viewer):
         if self.ray_address and self.ray_address != self._joined:
             self._joined = self.ray_address  # once per address, not on every refresh
             try:
-                cluster_data.connect(self.ray_address)
+                cluster.connect(self.ray_address)
             except WorkbenchError as exc:
                 values.update(message=str(exc), message_kind="danger")
         root = self.results_dir
-        running = cluster_data.running_runs(root)
+        running = shard_reads.running_runs(root)
         values.update(
-            cluster=cluster_data.cluster_summary(),
-            nodes=cluster_data.nodes(),
-            shards=cluster_data.shard_actors(root, recent=self.recent),
-            endpoints=cluster_data.endpoints(root),
-            actors=cluster_data.named_actors(root),
+            cluster=cluster.cluster_summary(),
+            nodes=cluster.nodes(),
+            shards=shard_reads.shard_actors(root, recent=self.recent),
+            endpoints=endpoint_checks.endpoints(root),
+            actors=cluster.named_actors(root),
             running=dict(zip(running["run_id"], running["path"], strict=True)),
         )
         return values
@@ -180,14 +180,14 @@ class ClusterMonitor(pn.viewable.Viewer):
         self.param.update(message="", message_kind="info")
 
     async def cancel(self) -> str:
-        """Cancel the run chosen in `run_id` (`cluster_data.cancel_run`: SIGINT to its writer
-        on this host); the message says what was done."""
+        """Cancel the run chosen in `run_id` (`runs.cancelling.cancel_run`: SIGINT to its
+        process once it is proven to be a launch's own run); the message says what was done."""
         if self.run_id is None or self.run_id not in self._running:
             self.param.update(message="no running run to cancel", message_kind="info")
             return self.message
         path = Path(self._running[self.run_id])
         try:
-            said = await asyncio.to_thread(cluster_data.cancel_run, path)
+            said = await asyncio.to_thread(cancelling.cancel_run, path)
         except WorkbenchError as exc:
             said = str(exc)
         sent = "sent SIGINT" in said
@@ -199,7 +199,7 @@ class ClusterMonitor(pn.viewable.Viewer):
         """Kill the workbench's idle named actors (their run has ended); returns their names
         and says what was done in the message."""
         try:
-            killed = await asyncio.to_thread(cluster_data.shutdown_idle, self.results_dir)
+            killed = await asyncio.to_thread(cluster.shutdown_idle, self.results_dir)
         except READ_ERRORS as exc:
             self.param.update(message=f"cannot shut down idle actors: {exc}", message_kind="danger")
             return []

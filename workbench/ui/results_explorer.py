@@ -296,15 +296,14 @@ class ResultsExplorer(pn.viewable.Viewer):
 
     def _chosen_summary(self) -> Any:
         bundle = self.bundle()
-        if bundle.status == "complete":
+        status = bundle.status  # the one status: a run whose writer is gone reads dead
+        if status == "complete":
             return pn.pane.Markdown(f"**{bundle.run_id}**: complete, {bundle.rounds_count} rounds")
         why = f": {bundle.error}" if bundle.error else ""
-        state = (
-            "running (or stopped before it finished)"
-            if bundle.status == "running"
-            else bundle.status
-        )
-        return _alert(f"{bundle.run_id} is {state}{why}", "warning")
+        if status == "dead":
+            why = ": its writer stopped before it finished; resume it with "
+            why += f"workbench run --resume {bundle.path}"
+        return _alert(f"{bundle.run_id} is {status}{why}", "warning")
 
     def _plot_pane(self, draw: Callable[[], Any]) -> Any:
         return self._guarded(lambda: pn.pane.HoloViews(draw(), sizing_mode="stretch_width"))

@@ -1,10 +1,11 @@
 """RunLauncher: set up a game, start it as a detached run, follow it live, see its result.
 
 The settings (game, prompt variant, policy, model or endpoint, backend) become one `RunConfig`,
-validated as the CLI validates it; Run hands it to `launches.launch` off the event loop, which
-checks the model (an unreachable endpoint is named in the page before anything starts) and
-starts `workbench run` in its own process. Progress comes from the bundle's events on disk
-(`run_tables.RunFollower`, reading only what was appended), refreshed by a periodic callback when
+validated as the CLI validates it; Run hands it to `workbench.runs.launcher.launch` off the
+event loop, which checks the model (an unreachable endpoint is named in the page before
+anything starts) and starts `workbench run --run-id` in its own process. Progress comes from the
+bundle's events on disk (`runs.follower.RunFollower`, reading only what was appended), and its
+status from the one status function (`runs.status`), refreshed by a periodic callback when
 served or by `refresh()`: per shard, per round, the status a dead writer cannot fake. A new
 RunLauncher on the same results folder re-attaches to the newest live run, so a reloaded page or
 a restarted dashboard shows it again. A finished run shows its guesses by a persona column
@@ -26,25 +27,23 @@ import param
 from workbench.config import RunConfig
 from workbench.errors import WorkbenchError
 from workbench.results import Bundle
-from workbench.runtime.events import RunState
-from workbench.ui.launch_settings import LaunchSettings, quickstart_population
-from workbench.ui.launches import (
-    Launch,
+from workbench.results.layout import MANIFEST
+from workbench.runs.cancelling import cancel
+from workbench.runs.follower import RunFollower
+from workbench.runs.launcher import check_model, launch
+from workbench.runs.records import Launch
+from workbench.runs.status import (
     LaunchState,
-    cancel,
-    check_model,
-    error_text,
-    launch,
+    bundle_state,
     launch_state,
     launches,
-    run_state_status,
     running_bundles,
 )
+from workbench.ui.launch_settings import LaunchSettings, quickstart_population
 from workbench.ui.run_tables import (
     LAUNCH_COLUMNS,
     ROUND_COLUMNS,
     SHARD_COLUMNS,
-    RunFollower,
     launches_table,
     round_table,
     shard_table,
@@ -69,7 +68,8 @@ CSS = {
 }
 """The stable CSS classes of the page's key parts (for browser tests and styling)."""
 
-LIVE = ("starting", "running")
+LIVE = ("running",)
+"""The status of a run that can be cancelled (a launch whose bundle is not written yet too)."""
 PAGE_ERRORS = (WorkbenchError, OSError)
 """What a launch, a check or a cancel may raise that the page shows as its message (the
 workbench's own errors; a folder that cannot be written); anything else is a bug."""
@@ -151,12 +151,12 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         try:
             return self.config()
         except WorkbenchError as exc:
-            self._say(error_text(exc), True)
+            self._say(_error_text(exc), True)
             return None
 
     def _started(self, result: Launch | BaseException) -> Launch | None:
         if isinstance(result, BaseException):
-            self._say(error_text(result), True)
+            self._say(_error_text(result), True)
             return None
         self._say(f"started {result.launch_id} (pid {result.pid})", False)
         self.attach(result)
@@ -220,7 +220,8 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         return ok
 
     def cancel_run(self) -> bool:
-        """Interrupt the followed run (SIGINT to its writer; it marks the bundle cancelled)."""
+        """Interrupt the followed run (`runs.cancelling.cancel`: SIGINT to its process once it
+        is proven to be the launch's own run; it marks the bundle cancelled)."""
         target: Launch | Path | None = self._launch
         if target is None and self.bundle:
             target = Path(self.bundle)
@@ -230,7 +231,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         try:
             pid = cancel(target)
         except PAGE_ERRORS as exc:
-            self._say(error_text(exc), True)
+            self._say(_error_text(exc), True)
             return False
         self._say(f"cancel sent to the run (pid {pid}); it marks its bundle cancelled", False)
         return True
@@ -242,15 +243,14 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         self._launch, self._follower = None, None
         if isinstance(target, Launch):
             self._launch = target
-            if target.bundle is not None:
-                self._follower = RunFollower(Path(target.bundle))
+            self._follower = RunFollower(target.bundle)  # its run id names it: no search
         else:
             self._follower = RunFollower(Path(target))
         with param.parameterized.batch_call_watchers(self):
             self.finished_bundle = None
             self.launch_id = self._launch.launch_id if self._launch else None
             self.bundle = str(self._follower.bundle) if self._follower else None
-            self.status, self.error, self.rounds_done = "starting", "", 0
+            self.status, self.error, self.rounds_done = "running", "", 0
         self.refresh()
 
     @param.depends("results_dir", watch=True)
@@ -274,20 +274,11 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
 
     def _current(self) -> LaunchState | None:
         """The followed run's state now (the bundle's new events only, once it has one)."""
-        if self._follower is None and self._launch is not None:
-            state = launch_state(self._launch)
-            if state.bundle is None:
-                return state
-            self._follower = RunFollower(state.bundle)
         if self._follower is None:
             return None
-        run: RunState = self._follower.poll()
-        state = run_state_status(run, self._follower.bundle, self._launch)
-        if state.status == "starting" and self._launch is not None:
-            from_launch = launch_state(self._launch)  # exited before its first event?
-            if from_launch.finished:
-                return from_launch
-        return state
+        if self._launch is not None and not (self._follower.bundle / MANIFEST).is_file():
+            return launch_state(self._launch)  # its process starts, or ended before writing
+        return bundle_state(self._follower.bundle, self._launch, run=self._follower.poll())
 
     def refresh(self, *, recent: bool = True) -> None:
         """Read the followed run's progress (its new events only) and, with `recent`, the
@@ -419,8 +410,13 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
                 parts.append(pn.pane.Markdown(f"Guesses by **{column}**"))
                 parts.append(pn.pane.HoloViews(plots.distribution(bundle, column, kind="heatmap")))
         except WorkbenchError as exc:
-            return _alert(error_text(exc), True, CSS["result"])
+            return _alert(_error_text(exc), True, CSS["result"])
         return pn.Column(pn.pane.Markdown("### Result"), *parts, css_classes=[CSS["result"]])
+
+
+def _error_text(exc: BaseException) -> str:
+    """A WorkbenchError's own message (what the CLI prints after `error: `)."""
+    return str(exc) if isinstance(exc, WorkbenchError) else f"{type(exc).__name__}: {exc}"
 
 
 def _check(config: RunConfig) -> tuple[bool, str]:
@@ -428,7 +424,7 @@ def _check(config: RunConfig) -> tuple[bool, str]:
     try:
         return True, check_model(config)
     except PAGE_ERRORS as exc:
-        return False, error_text(exc)
+        return False, _error_text(exc)
 
 
 def _alert(text: str, failed: bool, css: str) -> pn.viewable.Viewable:
@@ -441,10 +437,10 @@ def _alert(text: str, failed: bool, css: str) -> pn.viewable.Viewable:
 
 
 def _error_alert(error: str, status: str) -> pn.viewable.Viewable:
-    shown = bool(error) and status in ("failed", "cancelled")
+    shown = bool(error) and status in ("failed", "cancelled", "dead")
     return pn.pane.Alert(
         f"{status}: {error}" if shown else "-",
-        alert_type="danger" if status == "failed" else "warning",
+        alert_type="warning" if status == "cancelled" else "danger",
         visible=shown,
         css_classes=[CSS["error"]],
     )

@@ -1,30 +1,27 @@
 """What the launcher shows of a run, as tables: shards, rounds, recent launches.
 
-`RunFollower` keeps a bundle's `RunState` current by reading only the events appended since
-its last poll; the tables are built from a RunState (the run's own events), so a page shows
-what the run reported, the same whether it started here or anywhere else.
+The tables are built from a RunState (the run's own events, kept current by
+`workbench.runs.follower.RunFollower`), so a page shows what the run reported, the same whether
+it started here or anywhere else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from workbench.results import read_events
-from workbench.runtime.events import RunState, event_from_dict, round_note
+from workbench.runs.shards import shown_state
+from workbench.runtime.events import RunState, round_note
 
 if TYPE_CHECKING:
-    from workbench.ui.launches import LaunchState
+    from workbench.runs.status import LaunchState
 
 __all__ = [
     "LAUNCH_COLUMNS",
     "ROUND_COLUMNS",
     "SHARD_COLUMNS",
-    "RunFollower",
     "launches_table",
     "round_table",
     "shard_table",
@@ -49,36 +46,11 @@ LAUNCH_COLUMNS = ("launch_id", "started_at", "status", "rounds", "bundle", "erro
 """The recent-launches table's columns."""
 
 
-@dataclass
-class RunFollower:
-    """A bundle's RunState kept up to date by reading only the events appended since the last
-    call (`poll()`): cheap enough for a periodic callback however long the run."""
-
-    bundle: Path
-    state: RunState = field(default_factory=RunState)
-    offset: int = 0
-
-    def poll(self) -> RunState:
-        """Apply the events appended since the last poll; the state."""
-        records, self.offset = read_events(self.bundle, self.offset)
-        for record in records:
-            event = event_from_dict(record)
-            if event is not None:
-                self.state.apply(event)
-        return self.state
-
-
-def shown_state(shard_state: str, run_status: str) -> str:
-    """A shard's state as the page shows it: "stopped" when it was still playing and its run
-    is no longer running (failed, cancelled, its writer dead), so it never looks live."""
-    return "stopped" if shard_state == "playing" and run_status != "running" else shard_state
-
-
 def shard_table(state: RunState | None) -> pd.DataFrame:
     """Each shard's latest progress: shard, round, node, agents, answered, state (see
     `shown_state`), errors (count by kind, e.g. "timeout: 2"), tokens (prompt + completion)."""
     rows = []
-    status = state.true_status if state else "unknown"
+    status = state.true_status if state else "unknown"  # once per table, not per shard
     for shard, progress in sorted((state.shards if state else {}).items()):
         errors = ", ".join(f"{kind}: {n}" for kind, n in sorted(progress.errors.items()))
         rows.append(

@@ -1,7 +1,7 @@
-"""cluster_data on real parts: the shards of real local and Ray runs read from their events,
-Ray's nodes and the workbench's named actors on the two-node test cluster (idle ones shut
-down), endpoint health against the real test model server and a port nobody listens on, and
-what a cancel does to runs it must not signal."""
+"""The monitor's reads (`workbench.runs.shards`, `cluster`, `endpoints`, `processes`) on real
+parts: the shards of real local and Ray runs read from their events, Ray's nodes and the
+workbench's named actors on the two-node test cluster (idle ones shut down), and what a cancel
+does to runs it must not signal. Endpoint health: tests/runs/test_endpoints.py."""
 
 from __future__ import annotations
 
@@ -14,21 +14,17 @@ import time
 from pathlib import Path
 
 import pytest
-from ports import free_port
 
 from workbench.config import BackendSpec, RunConfig, validate
 from workbench.errors import ConfigError
-from workbench.results import Bundle, BundleWriter
+from workbench.results import Bundle
+from workbench.runs import cancelling, cluster, shards
+from workbench.runs.cluster import ACTOR_COLUMNS, NODE_COLUMNS
+from workbench.runs.endpoints import endpoints
+from workbench.runs.processes import process_usage
+from workbench.runs.shards import SHARD_COLUMNS
 from workbench.runtime import Simulation
-from workbench.runtime.events import RunStarted
 from workbench.runtime.ray_backend import NAMESPACE, RayBackend
-from workbench.ui import cluster_data
-from workbench.ui.cluster_data import (
-    ACTOR_COLUMNS,
-    ENDPOINT_COLUMNS,
-    NODE_COLUMNS,
-    SHARD_COLUMNS,
-)
 
 LEVEL_K = {"kind": "level_k", "noise_sd": 2.0}
 
@@ -55,7 +51,7 @@ def local_run(education_spec, tmp_path_factory) -> Bundle:
 
 
 def test_the_shards_of_a_finished_local_run(local_run):
-    frame = cluster_data.shard_actors(local_run.path.parent)
+    frame = shards.shard_actors(local_run.path.parent)
 
     assert list(frame.columns) == list(SHARD_COLUMNS)
     assert frame["shard"].tolist() == [0, 1, 2]
@@ -77,9 +73,9 @@ def test_the_shards_of_a_running_local_run_are_measured(education_spec, tmp_path
     seen = {}
 
     def on_round(number, stats, seconds):
-        seen[number] = cluster_data.shard_actors(tmp_path)
-        seen["running"] = cluster_data.running_runs(tmp_path)
-        seen["cancel"] = cluster_data.cancel_run(seen["running"]["path"][0])
+        seen[number] = shards.shard_actors(tmp_path)
+        seen["running"] = shards.running_runs(tmp_path)
+        seen["cancel"] = cancelling.cancel_run(seen["running"]["path"][0])
 
     config = RunConfig.model_validate(
         {
@@ -94,54 +90,24 @@ def test_the_shards_of_a_running_local_run_are_measured(education_spec, tmp_path
     )
     bundle = Simulation(config).run(out_dir=tmp_path, progress=False, on_round=on_round)
 
-    assert bundle.is_complete  # a cancel from the run's own process is refused, not sent
-    assert "runs in this process" in seen["cancel"]
+    assert bundle.is_complete  # a run with no launch record is refused, nothing sent
+    assert "no launch record" in seen["cancel"] and "Ctrl-C" in seen["cancel"]
     assert seen["running"]["run_id"].tolist() == [bundle.run_id]
     first = seen[1]
     assert set(first["run_status"]) == {"running"} and first["rounds_done"].tolist() == [1, 1]
     assert (first["cpu_percent"] >= 0).all() and (first["rss_mb"] > 0).all()
-    assert cluster_data.running_runs(tmp_path).empty  # complete now
-    assert cluster_data.endpoints(tmp_path).empty
+    assert shards.running_runs(tmp_path).empty  # complete now
+    assert endpoints(tmp_path).empty
 
 
-def test_cancel_leaves_a_finished_run_alone(local_run):
-    assert cluster_data.cancel_run(local_run.path) == (
-        f"{local_run.run_id} is not running (complete): nothing to cancel"
-    )
+def test_cancel_leaves_a_run_it_did_not_launch_alone(local_run):
+    said = cancelling.cancel_run(local_run.path)
+    assert said.startswith(f"{local_run.path}: not started from this results folder's launcher")
 
 
 def test_recent_chooses_how_many_finished_runs_show(local_run):
-    assert cluster_data.shard_actors(local_run.path.parent, recent=0).empty
-    assert cluster_data.shard_actors(local_run.path.parent / "nowhere").empty
-
-
-# --------------------------------------------------------------------------- endpoints
-
-
-def test_endpoints_of_a_running_run_report_their_health(make_config, llm_server, tmp_path):
-    dead = f"http://127.0.0.1:{free_port()}/v1"
-    model = {"kind": "openai", "base_urls": [llm_server, dead], "name": "smollm2-135m"}
-    config = make_config(policy={"kind": "llm"}, model=model, name="served")
-    with BundleWriter(tmp_path, config) as writer:  # a live run's bundle, as Simulation starts it
-        started = RunStarted(
-            bundle=str(writer.path),
-            config=config.model_dump(mode="json"),
-            rounds=2,
-            n_agents=10,
-            backend="local",
-        )
-        writer.append_event({**started.to_dict(), "run_id": writer.run_id})
-        start = time.perf_counter()
-        frame = cluster_data.endpoints(tmp_path, timeout_s=2.0)
-        took = time.perf_counter() - start
-
-    assert list(frame.columns) == list(ENDPOINT_COLUMNS)
-    assert frame["base_url"].tolist() == [llm_server, dead]
-    assert frame["health"].tolist() == ["ok", "unreachable"]
-    assert "smollm2-135m" in frame["detail"][0]
-    assert dead in frame["detail"][1] and "cannot reach" in frame["detail"][1]
-    assert took < 5
-    assert cluster_data.endpoints(tmp_path).empty  # the run has ended
+    assert shards.shard_actors(local_run.path.parent, recent=0).empty
+    assert shards.shard_actors(local_run.path.parent / "nowhere").empty
 
 
 # --------------------------------------------------------------------------- Ray
@@ -150,12 +116,13 @@ def test_endpoints_of_a_running_run_report_their_health(make_config, llm_server,
 NOT_CONNECTED = """\
 import sys
 import ray
-from workbench.ui import cluster_data as cd
+from workbench.runs import cluster as cd
+from workbench.runs.shards import shard_actors
 root = sys.argv[1]
 assert cd.nodes().empty and list(cd.nodes().columns) == list(cd.NODE_COLUMNS)
 assert "not connected" in cd.cluster_summary()
 assert cd.named_actors(root).empty and cd.shutdown_idle(root) == []
-assert len(cd.shard_actors(root)) == 3
+assert len(shard_actors(root)) == 3
 assert not ray.is_initialized()  # nothing above started a cluster
 print("ok")
 """
@@ -175,7 +142,7 @@ def test_not_connected_means_empty_tables_a_reason_and_no_cluster_started(local_
 
 @pytest.mark.ray
 def test_nodes_of_the_test_cluster(ray_cluster):
-    frame = cluster_data.nodes()
+    frame = cluster.nodes()
 
     assert list(frame.columns) == list(NODE_COLUMNS)
     assert set(frame["node_id"]) == {n.node_id for n in ray_cluster.list_all_nodes()}
@@ -183,16 +150,16 @@ def test_nodes_of_the_test_cluster(ray_cluster):
     assert frame["cpus"].tolist() == [1.0, 1.0]
     assert sorted(frame["gpus"]) == [1.0, 2.0]
     assert (frame["memory_gb"] > 0).all() and (frame["object_store_gb"] > 0).all()
-    summary = cluster_data.cluster_summary()
+    summary = cluster.cluster_summary()
     assert ray_cluster.address in summary and "2 node(s) alive" in summary
     assert "/3 GPUs free" in summary
 
 
 @pytest.mark.ray
 def test_connect_describes_the_cluster_or_names_the_bad_address(ray_cluster):
-    assert cluster_data.connect(ray_cluster.address) == cluster_data.cluster_summary()
+    assert cluster.connect(ray_cluster.address) == cluster.cluster_summary()
     with pytest.raises(ConfigError, match=r"ray_address: cannot reach .*'127\.0\.0\.1:1'"):
-        cluster_data.connect("127.0.0.1:1")
+        cluster.connect("127.0.0.1:1")
 
 
 class LeftBehind(RayBackend):
@@ -207,8 +174,8 @@ class LeftBehind(RayBackend):
     async def play_round(self, ctx, emit=None):
         tables = await super().play_round(ctx, emit)
         if ctx.round == 1:
-            self.during["shards"] = cluster_data.shard_actors(self.results)
-            self.during["actors"] = cluster_data.named_actors(self.results)
+            self.during["shards"] = shards.shard_actors(self.results)
+            self.during["actors"] = cluster.named_actors(self.results)
         return tables
 
     async def close(self) -> None:
@@ -264,13 +231,13 @@ def test_a_ray_runs_shards_and_its_idle_actors_shut_down(ray_cluster, make_confi
         assert actors.loc[actors["run_id"] == bundle.run_id, "name"].tolist() == names
         assert not actors["idle"].any()  # its run is running
 
-        after = cluster_data.shard_actors(tmp_path)
+        after = shards.shard_actors(tmp_path)
         assert set(after["run_status"]) == {"complete"} and after["rounds_done"].tolist() == [2, 2]
-        idle = cluster_data.idle_actors(tmp_path)
+        idle = cluster.idle_actors(tmp_path)
         assert idle["name"].tolist() == names and set(idle["run_status"]) == {"complete"}
-        assert sorted(cluster_data.shutdown_idle(tmp_path)) == names
+        assert sorted(cluster.shutdown_idle(tmp_path)) == names
         assert _wait_gone(bundle.run_id) == []
-        assert cluster_data.named_actors(tmp_path).empty
+        assert cluster.named_actors(tmp_path).empty
     finally:
         for actor in getattr(backend, "left", []):
             ray.kill(actor)
@@ -290,15 +257,15 @@ def test_actors_of_runs_elsewhere_are_never_idle(ray_cluster, local_run):
     actor = Sleeper.options(name=name, namespace=NAMESPACE).remote()
     try:
         ray.get(actor.ping.remote(), timeout=60)
-        frame = cluster_data.named_actors(local_run.path.parent)
+        frame = cluster.named_actors(local_run.path.parent)
         row = frame[frame["name"] == name]
         assert row["run_status"].tolist() == ["unknown"] and row["idle"].tolist() == [False]
-        assert name not in cluster_data.shutdown_idle(local_run.path.parent)
+        assert name not in cluster.shutdown_idle(local_run.path.parent)
     finally:
         ray.kill(actor)
 
 
 def test_process_usage_of_this_process_and_a_gone_one():
-    usage = cluster_data.process_usage(os.getpid())
+    usage = process_usage(os.getpid())
     assert usage is not None and usage[1] > 0 and not math.isnan(usage[0])
-    assert cluster_data.process_usage(2**22 + 12345) is None
+    assert process_usage(2**22 + 12345) is None

@@ -1,9 +1,11 @@
-"""Launches: a real detached `workbench run` per launch, read back from disk.
+"""Launches (`workbench.runs`): a real detached `workbench run --run-id` per launch, read back
+from disk.
 
-A launch writes the bundle a direct `workbench run` of the same config writes; an invalid
-config or an unreachable endpoint raises before anything is written or started; a cancel
-marks the bundle cancelled end to end; a killed run, or one that exits before its bundle,
-reads failed with its error, never running. Every wait is bounded.
+A launch writes the bundle a direct `workbench run` of the same config writes, into the folder
+its run id names; an invalid config, an unreachable endpoint or a launch over a limit raises
+before anything is written or started; a cancel marks the bundle cancelled end to end; a killed
+run reads dead, one that exits before its bundle failed with its error, never running. Every
+wait is bounded.
 """
 
 from __future__ import annotations
@@ -24,22 +26,15 @@ from cli_helpers import workbench
 from fake_openai import FakeServer
 from ports import free_port
 
+from workbench._processes import process_alive
 from workbench.config import RunConfig, load_run_config
 from workbench.errors import BundleError, ConfigError, ModelError
 from workbench.results import Bundle, list_bundles, verify_bundle
-from workbench.ui.launches import (
-    LAUNCHES_DIR,
-    Launch,
-    LaunchState,
-    bundle_state,
-    cancel,
-    check_model,
-    launch,
-    launches,
-    log_error,
-    wait_for,
-)
-from workbench.ui.processes import process_alive
+from workbench.results.layout import LOCK_FILE
+from workbench.runs.cancelling import cancel
+from workbench.runs.launcher import check_model, launch
+from workbench.runs.records import LAUNCHES_DIR, Launch
+from workbench.runs.status import LaunchState, bundle_state, launches, log_error, wait_for
 from workbench.ui.run_tables import launches_table, round_table, shard_table
 
 pytestmark = [
@@ -104,15 +99,17 @@ def test_a_launch_writes_the_bundle_the_cli_writes(
     assert stored["pid"] == record.pid
     assert stored["command"][1:] == [
         *("-m", "workbench.cli", "run", str(record.config_path)),
-        *("--out", str(results.absolute()), "--no-progress"),
+        *("--out", str(results.absolute()), "--run-id", record.launch_id, "--no-progress"),
     ]
+    # the launcher knows its child's bundle from the run id it chose, before the child starts
+    assert record.bundle == results.absolute() / record.launch_id
     assert Launch.read(record.folder) == record
     assert load_run_config(record.config_path) == config  # the config, in the CLI's YAML
 
     state = wait_for(results, record.launch_id, timeout_s=WAIT_S)
     assert state.status == "complete" and state.error is None
     assert state.rounds_done == state.rounds == 2
-    assert state.bundle is not None and state.bundle.parent == results.absolute()
+    assert state.bundle == record.bundle and Bundle.open(record.bundle).run_id == record.launch_id
     assert verify_bundle(state.bundle).ok
     assert until(lambda: s if (s := only(results)).returncode is not None else None).returncode == 0
     # the launch folder is no bundle: the listing holds the run's bundle only
@@ -209,40 +206,38 @@ def test_cancel_mid_run_marks_the_bundle_cancelled(results: Path, slow_config: R
         cancel(state.bundle)
 
 
-def test_a_killed_run_reads_failed_never_running(results: Path, slow_config: RunConfig) -> None:
+def test_a_killed_run_reads_dead_never_running(results: Path, slow_config: RunConfig) -> None:
     record = launch(slow_config, results)
     running = until(lambda: s if (s := only(results)).rounds_done >= 1 else None)
     os.kill(record.pid, signal.SIGKILL)
     state = until(lambda: s if (s := only(results)).status != "running" else None, 30)
-    assert state.status == "failed" and state.bundle == running.bundle
+    assert state.status == "dead" and state.bundle == running.bundle == record.bundle
     assert f"pid {record.pid}) died without finishing" in (state.error or "")
     assert f"workbench run --resume {state.bundle}" in (state.error or "")
-    assert Bundle.open(state.bundle).status == "running"  # the manifest cannot know; we do
+    opened = Bundle.open(state.bundle)
+    assert opened.recorded_status == "running" and opened.status == "dead"  # one truth
     assert "playing" not in set(shard_table(state.run)["state"])  # its shards never look live
     with pytest.raises(BundleError, match="no longer running|nothing to cancel"):
         cancel(state.bundle)
 
 
-def test_cancel_refuses_a_process_that_is_not_the_bundles_writer(tmp_path: Path) -> None:
-    bundle = tmp_path / "fake-bundle"
-    bundle.mkdir()
-    started = {
-        "kind": "run_started",
-        "run_id": "fake",
-        "at": "2026-01-01T00:00:00+00:00",
-        "bundle": str(bundle),
-        "config": {},
-        "rounds": 3,
-        "n_agents": 1,
-        "backend": "local",
-        "pid": os.getpid(),  # alive, but this test process holds no writer lock on it
-        "host": socket.gethostname(),
-    }
-    (bundle / "events.jsonl").write_text(json.dumps(started) + "\n", encoding="utf-8")
-    with pytest.raises(BundleError, match=f"its writer \\(pid {os.getpid()}\\) is no longer"):
-        cancel(bundle)
-    with pytest.raises(ConfigError, match="neither a launch folder nor a result bundle"):
-        cancel(tmp_path / "nothing")
+def test_launch_limits_refuse_before_anything_starts(
+    results: Path, slow_config: RunConfig, make_config: Callable[..., RunConfig]
+) -> None:
+    big = make_config(policy={"kind": "level_k"}, n_agents=100, rounds=3)
+    with pytest.raises(ConfigError, match=r"n_agents x game.rounds: 100 x 3 = 300 .* limit of 299"):
+        launch(big, results, max_agent_rounds=299)
+    assert not (results / LAUNCHES_DIR).exists()
+
+    first = launch(slow_config, results, max_live=1)
+    with pytest.raises(
+        ConfigError,
+        match=rf"1 runs are already running .*{first.launch_id}.*"
+        r"limit is 1.*max_live=N",
+    ):
+        launch(slow_config, results, max_live=1)
+    assert [s.launch_id for s in launches(results)] == [first.launch_id]
+    assert cancel(first) == first.pid
 
 
 def test_a_run_reads_finished_only_once_its_manifest_is_final(
@@ -254,19 +249,24 @@ def test_a_run_reads_finished_only_once_its_manifest_is_final(
     assert bundle_state(done.path).status == "complete"
     manifest = done.path / "manifest.json"
     data = json.loads(manifest.read_text(encoding="utf-8"))
-    # as between the run's last event and its manifest: events say complete, manifest not yet
+    # as between the run's last event and its manifest: events say complete, manifest not yet,
+    # and the writer lock is held by a live process: running
     manifest.write_text(json.dumps({**data, "status": "running", "finished_at": None}))
-    assert bundle_state(done.path).status == "running"  # this process (the writer) lives
-    events = done.path / "events.jsonl"
-    lines = events.read_text(encoding="utf-8").splitlines()
-    first = json.loads(lines[0])
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    first["pid"] = int(dead.stdout)  # a writer that is gone
-    events.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
-    state = bundle_state(done.path)
-    assert state.status == "failed" and "died without finishing" in (state.error or "")
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.2)
+        lock = {"pid": writer.pid, "host": socket.gethostname(), "started_at": _now()}
+        (done.path / LOCK_FILE).write_text(json.dumps(lock), encoding="utf-8")
+        assert bundle_state(done.path).status == "running"
+    finally:
+        writer.kill()
+        writer.wait()
+    state = bundle_state(done.path)  # its writer is gone: dead, with how to finish it
+    assert state.status == "dead" and "died without finishing" in (state.error or "")
+    assert Bundle.open(done.path).status == "dead"
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="milliseconds")

@@ -1,9 +1,10 @@
 """Processes on this host, as /proc tells: alive (a zombie is not), started when, running what.
 
-The launcher uses them to tell a live run from a dead one and to check, before it signals a
-pid, that the process really is the run it means (not a pid reused since by another program).
-Off Linux, where /proc is absent, `process_alive` falls back to `os.kill(pid, 0)` and the
-start time and command read as unknown.
+The ground floor of run status and cancel: the writer lock (`results.lock`) tells a live writer
+from a dead one by its pid and start time, and `runs.cancel` checks, before it signals a pid,
+that the process really is the run it means (not a pid reused since by another program). Off
+Linux, where /proc is absent, `process_alive` falls back to `os.kill(pid, 0)` and the start
+time and command read as unknown.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from pathlib import Path
 
 __all__ = [
     "START_SLACK_S",
-    "is_workbench_run",
     "iso_epoch",
     "process_alive",
     "process_command",
@@ -52,9 +52,13 @@ def process_alive(pid: int) -> bool:
         return fields[0] != "Z"
     if Path("/proc/self/stat").exists():  # Linux, and no such process
         return False
-    from workbench.results.lock import pid_alive
-
-    return pid_alive(pid)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 def process_started(pid: int) -> float | None:
@@ -87,11 +91,3 @@ def started_before(pid: int, iso: str | None) -> bool:
     either time is unknown."""
     started, moment = process_started(pid), iso_epoch(iso)
     return started is None or moment is None or started <= moment + START_SLACK_S
-
-
-def is_workbench_run(command: tuple[str, ...] | None) -> bool:
-    """Whether a command line is a `workbench run` or `workbench sweep` (unknown: True)."""
-    if command is None:
-        return True
-    named = any(Path(a).name in ("workbench", "workbench.cli") for a in command)
-    return named and any(a in ("run", "sweep") for a in command)
