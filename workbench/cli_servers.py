@@ -23,6 +23,14 @@ def serve_model_command(
     serve_model(host=host, port=port, path=path, name=name, n_threads=n_threads)
 
 
+TLS_ADVICE = (
+    "the token travels in clear over plain HTTP: keep the dashboard on 127.0.0.1 and reach it "
+    "with `ssh -L 5006:127.0.0.1:5006 HOST`, or put it behind a TLS reverse proxy "
+    "(nginx, Caddy) that forwards to it"
+)
+"""What a dashboard bound beyond loopback prints: how to add TLS."""
+
+
 def dashboard_command(
     results: Annotated[
         Path, typer.Option(help="results directory: where runs go and the explorer looks")
@@ -36,13 +44,49 @@ def dashboard_command(
         typer.Option(help="a Ray cluster's address (or auto) for Ray runs and the monitor"),
     ] = None,
     prefix: Annotated[str, typer.Option(help="URL path prefix (behind a proxy)")] = "",
-    allow_websocket_origin: Annotated[
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="WORKBENCH_TOKEN",
+            show_envvar=True,
+            help="the token the page asks for (default: a random one per process); prefer the "
+            "environment variable, a command line is visible to other users",
+        ),
+    ] = None,
+    no_auth: Annotated[
+        bool, typer.Option("--no-auth", help="no token (loopback only; any local user can use it)")
+    ] = False,
+    allow_host: Annotated[
         list[str] | None,
-        typer.Option(help="another host[:port] the page may be opened from (repeat)"),
+        typer.Option(help="another host name the page may be opened under (repeat)"),
+    ] = None,
+    unix_socket: Annotated[
+        Path | None,
+        typer.Option(
+            help="listen on this Unix socket (mode 0600) instead of a TCP port, with no token: "
+            "whoever may open the socket (its owner, a proxy such as Jupyter's) is trusted"
+        ),
     ] = None,
     show: Annotated[bool, typer.Option(help="open a browser tab")] = False,
 ) -> None:
-    """Serve the workbench (population, personas, runs, results, cluster) and print its URL."""
+    """Serve the workbench (population, personas, runs, results, cluster) and print its URL,
+    with the token it asks for."""
+    from workbench.ui.access import drop_jupyter_tokens
+
+    drop_jupyter_tokens()  # before anything else: nothing this process starts may inherit them
+    from workbench.ui.access import dashboard_access, is_loopback
+
+    access = dashboard_access(
+        address=address, port=port, token=token, no_auth=no_auth,
+        allowed_hosts=allow_host or (), unix_socket=unix_socket is not None,
+    )  # fmt: skip
+    if not is_loopback(address) and unix_socket is None:
+        typer.echo(f"workbench dashboard: listening on {address}: {TLS_ADVICE}", err=True)
+    if access.mode == "none":
+        typer.echo(
+            "workbench dashboard: --no-auth: every user of this machine can drive the dashboard",
+            err=True,
+        )
     from workbench.ui.offline import serve_panel_cdn_locally
 
     serve_panel_cdn_locally(prefix)  # before Panel is imported
@@ -54,6 +98,7 @@ def dashboard_command(
         address=address,
         ray_address=ray,
         prefix=prefix,
-        websocket_origins=allow_websocket_origin or (),
+        access=access,
+        unix_socket=str(unix_socket) if unix_socket else None,
         show=show,
     )
