@@ -15,12 +15,29 @@ def serve_model_command(
     path: Annotated[Path | None, typer.Option(help="GGUF file (default: shipped SmolLM2)")] = None,
     name: Annotated[str, typer.Option(help="model name clients ask for")] = "smollm2-135m",
     n_threads: Annotated[int | None, typer.Option(help="CPU threads")] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            envvar="WORKBENCH_SERVE_API_KEY",
+            show_envvar=True,
+            help="the key clients must send (Authorization: Bearer); required beyond loopback. "
+            "Prefer the environment variable: a command line is visible to other users",
+        ),
+    ] = None,
 ) -> None:
     """Serve the embedded model as an OpenAI-compatible server at http://HOST:PORT/v1."""
-    from workbench.llm.serve import serve_model
+    from workbench._net import is_loopback
+    from workbench.errors import ConfigError
+    from workbench.llm.serve import API_KEY_ENV, serve_model
 
-    typer.echo(f"serving {name} at http://{host}:{port}/v1", err=True)
-    serve_model(host=host, port=port, path=path, name=name, n_threads=n_threads)
+    if not api_key and not is_loopback(host):
+        raise ConfigError(
+            f"--host {host}: beyond loopback the server needs an API key; set ${API_KEY_ENV} "
+            "(or --api-key), and give it to clients through model.api_key_env"
+        )
+    keyed = " (API key required)" if api_key else ""
+    typer.echo(f"serving {name} at http://{host}:{port}/v1{keyed}", err=True)
+    serve_model(host=host, port=port, path=path, name=name, n_threads=n_threads, api_key=api_key)
 
 
 TLS_ADVICE = (
@@ -74,7 +91,8 @@ def dashboard_command(
     from workbench.ui.access import drop_jupyter_tokens
 
     drop_jupyter_tokens()  # before anything else: nothing this process starts may inherit them
-    from workbench.ui.access import dashboard_access, is_loopback
+    from workbench._net import is_loopback
+    from workbench.ui.access import dashboard_access
 
     access = dashboard_access(
         address=address, port=port, token=token, no_auth=no_auth,

@@ -22,7 +22,6 @@ websocket handlers refuse anyone the gate did not let through.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import os
 import secrets
 from collections.abc import Callable, Iterable
@@ -33,15 +32,14 @@ from urllib.parse import urlencode, urlsplit
 from tornado.httputil import HTTPServerRequest, parse_cookie, split_host_and_port
 from tornado.web import Application, RequestHandler, decode_signed_value
 
+from workbench._net import LOOPBACK_NAMES, is_loopback
+
 TOKEN_ENV = "WORKBENCH_TOKEN"
 """The environment variable a dashboard takes its token from (instead of a random one)."""
 
 JUPYTER_TOKENS = ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "JUPYTER_TOKEN")
 """Jupyter's credentials, which a dashboard started under Jupyter inherits and must not keep:
 anything it runs could use them to execute code on the user's Jupyter server."""
-
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
-"""Host names that always reach this machine's loopback interface."""
 
 CREDENTIAL_HEADERS = ("Cookie", "Authorization", "X-XSRFToken", "X-Xsrftoken", "X-CSRFToken")
 """Request headers removed once the gate has let a request through."""
@@ -62,16 +60,6 @@ def drop_jupyter_tokens() -> list[str]:
     """Remove Jupyter's credentials from this process's environment (and so from every process
     it starts); returns the names removed."""
     return [name for name in JUPYTER_TOKENS if os.environ.pop(name, None) is not None]
-
-
-def is_loopback(address: str) -> bool:
-    """Whether `address` (a name or an IP) is this machine's loopback."""
-    if address.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(address.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def new_token() -> str:
