@@ -169,7 +169,7 @@ def serve(
     )
     guard(server._tornado, access, prefix)  # Bokeh keeps its Tornado app there, unexported
     print(served_line(access, address, port, prefix, unix_socket, results), flush=True)
-    if show:
+    if show and not unix_socket:
         import webbrowser
 
         webbrowser.open(page_url(access, address, port, prefix))
