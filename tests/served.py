@@ -84,14 +84,16 @@ def printed_url(served: Served, timeout_s: float = 30.0) -> str:
     raise AssertionError(f"the dashboard printed no URL:\n{served.output()}")
 
 
-def start_dashboard_process(results: Path, home: Path, port: int, *options: str) -> Served:
-    """`workbench dashboard` over `results` on 127.0.0.1:PORT; its `url` is the URL it printed,
-    with the token (the first visit to it sets the cookie the page needs)."""
+def start_dashboard_process(
+    results: Path, home: Path, port: int, *options: str, env: dict[str, str] | None = None
+) -> Served:
+    """`workbench dashboard` over `results` on 127.0.0.1:PORT (more `env` if given); its `url`
+    is the URL it printed, with the token (the first visit to it sets the page's cookie)."""
     command = workbench_command(
         "dashboard", "--results", str(results), "--port", str(port), *options
     )
     base = f"http://127.0.0.1:{port}"
-    served = start_served(command, f"{base}/", f"{base}/liveness", home)
+    served = start_served(command, f"{base}/", f"{base}/liveness", home, env)
     served.url = printed_url(served)
     return served
 

@@ -3,10 +3,13 @@ OpenAI-compatible API) and `dashboard` (the Panel app). Registered on the app in
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from workbench._net import DASHBOARD_TOKEN_ENV, SERVE_API_KEY_ENV
 
 
 def serve_model_command(
@@ -18,7 +21,7 @@ def serve_model_command(
     api_key: Annotated[
         str | None,
         typer.Option(
-            envvar="WORKBENCH_SERVE_API_KEY",
+            envvar=SERVE_API_KEY_ENV,
             show_envvar=True,
             help="the key clients must send (Authorization: Bearer); required beyond loopback. "
             "Prefer the environment variable: a command line is visible to other users",
@@ -28,11 +31,11 @@ def serve_model_command(
     """Serve the embedded model as an OpenAI-compatible server at http://HOST:PORT/v1."""
     from workbench._net import is_loopback
     from workbench.errors import ConfigError
-    from workbench.llm.serve import API_KEY_ENV, serve_model
+    from workbench.llm.serve import serve_model
 
     if not api_key and not is_loopback(host):
         raise ConfigError(
-            f"--host {host}: beyond loopback the server needs an API key; set ${API_KEY_ENV} "
+            f"--host {host}: beyond loopback the server needs an API key; set ${SERVE_API_KEY_ENV} "
             "(or --api-key), and give it to clients through model.api_key_env"
         )
     keyed = " (API key required)" if api_key else ""
@@ -64,7 +67,7 @@ def dashboard_command(
     token: Annotated[
         str | None,
         typer.Option(
-            envvar="WORKBENCH_TOKEN",
+            envvar=DASHBOARD_TOKEN_ENV,
             show_envvar=True,
             help="the token the page asks for (default: a random one per process); prefer the "
             "environment variable, a command line is visible to other users",
@@ -91,6 +94,7 @@ def dashboard_command(
     from workbench.ui.access import drop_jupyter_tokens
 
     drop_jupyter_tokens()  # before anything else: nothing this process starts may inherit them
+    os.environ.pop(DASHBOARD_TOKEN_ENV, None)  # read by typer already; no run inherits it
     from workbench._net import is_loopback
     from workbench.ui.access import dashboard_access
 

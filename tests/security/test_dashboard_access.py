@@ -139,6 +139,21 @@ def test_a_rebinding_host_and_a_foreign_origin_are_refused(dashboard: Served) ->
     assert httpx.get(f"{base}/", headers={**auth, "Host": f"localhost:{port}"}).status_code == 200
 
 
+def test_the_owner_can_give_the_token_in_the_environment(tmp_path: Path) -> None:
+    token = "owner-chosen-token-" + "0123456789" * 3
+    served = start_dashboard_process(
+        tmp_path / "results", tmp_path, free_port(), env={"WORKBENCH_TOKEN": token}
+    )
+    try:
+        base, printed = base_and_token(served)
+        assert printed == token
+        assert httpx.get(f"{base}/", timeout=60).status_code == 401
+        keyed = httpx.get(f"{base}/", headers={"Authorization": f"token {token}"}, timeout=60)
+        assert keyed.status_code == 200
+    finally:
+        served.stop()
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "workbench.cli", *args], capture_output=True, text=True, timeout=120

@@ -20,9 +20,6 @@ from workbench.llm.llamacpp import machine_threads, shipped_model_path
 
 DEFAULT_NAME = "smollm2-135m"
 
-API_KEY_ENV = "WORKBENCH_SERVE_API_KEY"
-"""The environment variable `workbench serve-model` takes its API key from."""
-
 
 class BearerKey:
     """ASGI middleware: every HTTP request must carry `Authorization: Bearer <key>`."""

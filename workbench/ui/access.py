@@ -32,10 +32,8 @@ from urllib.parse import urlencode, urlsplit
 from tornado.httputil import HTTPServerRequest, parse_cookie, split_host_and_port
 from tornado.web import Application, RequestHandler, decode_signed_value
 
+from workbench._net import DASHBOARD_TOKEN_ENV as TOKEN_ENV
 from workbench._net import LOOPBACK_NAMES, is_loopback
-
-TOKEN_ENV = "WORKBENCH_TOKEN"
-"""The environment variable a dashboard takes its token from (instead of a random one)."""
 
 JUPYTER_TOKENS = ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "JUPYTER_TOKEN")
 """Jupyter's credentials, which a dashboard started under Jupyter inherits and must not keep:
