@@ -73,6 +73,31 @@ def start_served(
             time.sleep(0.5)
 
 
+def printed_url(served: Served, timeout_s: float = 30.0) -> str:
+    """The URL a started `workbench dashboard` printed (with its token: `...?token=...`)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for line in served.output().splitlines():
+            if line.startswith("workbench dashboard: http"):
+                return line.split()[2]
+        time.sleep(0.2)
+    raise AssertionError(f"the dashboard printed no URL:\n{served.output()}")
+
+
+def start_dashboard_process(
+    results: Path, home: Path, port: int, *options: str, env: dict[str, str] | None = None
+) -> Served:
+    """`workbench dashboard` over `results` on 127.0.0.1:PORT (more `env` if given); its `url`
+    is the URL it printed, with the token (the first visit to it sets the page's cookie)."""
+    command = workbench_command(
+        "dashboard", "--results", str(results), "--port", str(port), *options
+    )
+    base = f"http://127.0.0.1:{port}"
+    served = start_served(command, f"{base}/", f"{base}/liveness", home, env)
+    served.url = printed_url(served)
+    return served
+
+
 def workbench_command(*args: str) -> list[str]:
     """The workbench CLI run by this interpreter."""
     return [sys.executable, "-m", "workbench.cli", *args]

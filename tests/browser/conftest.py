@@ -16,7 +16,7 @@ import pytest
 from browser_pages import Watched
 from playwright.sync_api import Browser, Page, sync_playwright
 from ports import free_port
-from served import Served, start_served, workbench_command
+from served import Served, start_dashboard_process
 
 CHROMIUM = Path(os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium"))
 
@@ -67,18 +67,14 @@ def start_dashboard(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Callable[..., Served]]:
     """Start `workbench dashboard` on a free port over a results folder (any extra options);
-    every dashboard started is stopped when the module's tests are done."""
+    its `url` carries the token it printed. Every dashboard started is stopped when the
+    module's tests are done."""
     started: list[Served] = []
 
     def start(results: Path | None = None, *options: str) -> Served:
         home = tmp_path_factory.mktemp("dashboard")
         results = results or home / "results"
-        port = free_port()
-        command = workbench_command(
-            "dashboard", "--results", str(results), "--port", str(port), *options
-        )
-        base = f"http://127.0.0.1:{port}"
-        served = start_served(command, f"{base}/", f"{base}/liveness", home)
+        served = start_dashboard_process(results, home, free_port(), *options)
         started.append(served)
         return served
 

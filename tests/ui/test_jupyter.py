@@ -315,9 +315,13 @@ def test_the_proxy_entry_is_a_valid_server_process() -> None:
 
     entry = setup_workbench()
     process = ServerProcess(name="workbench", **entry)  # the traits jupyter-server-proxy checks
-    assert process.command[:4] == [sys.executable, "-m", "workbench.cli", "dashboard"]
-    assert process.command[4:] == ["--port", "{port}", "--prefix", "{base_url}workbench",
-                                   "--allow-websocket-origin", "*"]  # fmt: skip
+    unset = ["-u", "JUPYTERHUB_API_TOKEN", "-u", "JPY_API_TOKEN", "-u", "JUPYTER_TOKEN"]
+    assert process.command[:7] == ["env", *unset]
+    assert process.command[7:11] == [sys.executable, "-m", "workbench.cli", "dashboard"]
+    assert process.command[11:] == ["--unix-socket", "{unix_socket}",
+                                    "--prefix", "{base_url}workbench"]  # fmt: skip
+    assert "*" not in process.command and "--port" not in process.command
+    assert process.unix_socket is True
     assert process.absolute_url is True and process.new_browser_tab is False
     assert process.timeout >= 60
     assert process.launcher_entry.title == "Workbench"

@@ -52,6 +52,27 @@ from workbench.runtime.progress import PROGRESS_EVERY_S, Emit, progress_reports
 LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 """Set to 0 before Ray is imported, Ray binds a single-machine cluster to 127.0.0.1."""
 
+AUTH_MODE_ENV = "RAY_AUTH_MODE"
+AUTH_TOKEN_ENV = "RAY_AUTH_TOKEN"
+"""Ray's token authentication (2.60, after ShadowRay): its mode, and the token Ray reads before
+any file (~/.ray/auth_token, which Ray would otherwise write with the user's umask)."""
+
+
+def keep_local_token_in_memory() -> None:
+    """Token authentication for a local cluster this process starts, with a token made here
+    and held only in this process's environment (inherited by the raylet and workers Ray
+    starts; /proc/PID/environ is readable by the owner only), never written to a file. An
+    owner's own RAY_AUTH_MODE or RAY_AUTH_TOKEN is kept."""
+    os.environ.setdefault(AUTH_MODE_ENV, "token")
+    if os.environ[AUTH_MODE_ENV].lower() != "token":
+        return
+    os.environ.setdefault(AUTH_TOKEN_ENV, secrets.token_hex(32))
+    if "ray" in sys.modules:  # Ray read its config at import: make it read the mode again
+        from ray._raylet import AuthenticationTokenLoader, Config
+
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
+
 
 def _ray() -> Any:
     """Import ray with a clear message when it is missing."""
@@ -147,11 +168,14 @@ def connect(address: str | None = None) -> dict[str, Any]:
 
     An address that does not answer fails in seconds with a ConfigError naming backend.address
     (also when this process is already connected, so a wrong address never goes unnoticed).
-    Returns the cluster's alive nodes as {node_id: resources}.
+    A local cluster keeps Ray's token authentication with a token held in memory only
+    (`keep_local_token_in_memory`). Returns the cluster's alive nodes as {node_id: resources}.
     """
     if address is None and "ray" not in sys.modules:
         # a local cluster stays on loopback: Ray's own switch for single-machine clusters
         os.environ.setdefault(LOOPBACK_SWITCH, "0")
+    if address is None and not ("ray" in sys.modules and sys.modules["ray"].is_initialized()):
+        keep_local_token_in_memory()  # before Ray is imported, where it can be
     ray = _ray()
     if address is not None:
         current = ray.get_runtime_context().gcs_address if ray.is_initialized() else None

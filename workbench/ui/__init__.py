@@ -8,7 +8,7 @@ column, comparisons, provenance, tables, verify) with `results_data` its Panel-f
 `run_launcher` starts and follows runs and `cluster_monitor` shows Ray nodes, shard actors and
 model endpoints (both read through `workbench.runs`, the Panel-free library of detached runs:
 ui/ holds components only), and `app` puts them together as tabs and serves them
-(`workbench dashboard`);
+(`workbench dashboard`) behind `access` (its token, Host and Origin checks);
 `jupyter` is the IPython extension (`%load_ext workbench`, `%%workbench_run`) and `proxy` the
 JupyterLab Launcher tile. The names below load on first use (PEP 562), so importing the package
 does not import Panel.

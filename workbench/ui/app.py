@@ -4,13 +4,13 @@
 the run launcher; a finished launch refreshes the results explorer) and is a plain layout
 inline (`%workbench`, `pn.ipywidget(WorkbenchApp())`); served, it sits in a page shell
 (`pmui.Page`). `serve` is what `workbench dashboard` runs: a Bokeh server bound to 127.0.0.1
-unless told otherwise, under an optional URL prefix (the JupyterLab Launcher tile's proxy). The
+unless told otherwise, behind the access gate of `ui/access.py` (a token, Host and Origin
+checks), under an optional URL prefix and on a Unix socket for the JupyterLab tile's proxy. The
 dashboard process holds no state that matters: runs, their events and bundles are on disk.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import param
 
 from workbench.config import PopulationSpec
 from workbench.results import Bundle
+from workbench.ui.access import Access, auth_provider, guard, new_token
 from workbench.ui.cluster_monitor import ClusterMonitor
 from workbench.ui.offline import cdn_static_dirs
 from workbench.ui.persona_preview import PersonaPreview
@@ -122,19 +123,21 @@ def serve(
     address: str = "127.0.0.1",
     ray_address: str | None = None,
     prefix: str = "",
-    websocket_origins: Sequence[str] = (),
+    access: Access | None = None,
+    unix_socket: str | None = None,
     show: bool = False,
 ) -> None:
-    """Serve the app until interrupted; prints its URL first.
+    """Serve the app until interrupted; prints its URL first (with the token in token mode).
 
     Each browser session gets its own `WorkbenchApp` over the same results folder; with
     `ray_address` this process joins that Ray cluster first (a ConfigError when it does not
-    answer), for the monitor and for the Ray runs launched here. Websocket
-    connections are accepted from the server's own address and `websocket_origins` (the
-    Jupyter server's, when proxied).
+    answer), for the monitor and for the Ray runs launched here. Every request passes
+    `access`'s gate (token, Host, Origin; see `workbench.ui.access`); Bokeh sessions are signed
+    with a per-process secret. With `unix_socket` it listens there (mode 0600) and on no TCP
+    port: the JupyterLab tile's proxy.
     """
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
-    origins = [f"{address}:{port}", f"localhost:{port}", *websocket_origins]
+    access = access or Access.for_server("token", token=new_token(), address=address, port=port)
     results = str(Path(results_dir))
 
     def page() -> pn.viewable.Viewable:
@@ -144,17 +147,47 @@ def serve(
         from workbench.runs.cluster import connect
 
         print(connect(ray_address), flush=True)
-    print(f"workbench dashboard: http://{address}:{port}{prefix}/ (results: {results})", flush=True)
-    pn.serve(
+    listening = {"unix_socket": unix_socket} if unix_socket else {}
+    server = pn.serve(
         page,
         port=port,
         address=address,
         prefix=prefix,
-        websocket_origin=origins,
-        show=show,
+        websocket_origin=sorted(f"{h}:{port}" for h in access.hosts if ":" not in h),
+        show=False,
         title=TITLE,
         liveness=True,
         static_dirs=cdn_static_dirs(),
         threaded=False,
-        start=True,
+        start=False,
+        verbose=False,
+        cookie_secret=access.cookie_secret,
+        secret_key=access.session_secret,
+        sign_sessions=True,
+        auth_provider=auth_provider(),
+        **listening,
     )
+    guard(server._tornado, access, prefix)  # Bokeh keeps its Tornado app there, unexported
+    print(served_line(access, address, port, prefix, unix_socket, results), flush=True)
+    if show and not unix_socket:
+        import webbrowser
+
+        webbrowser.open(page_url(access, address, port, prefix))
+    server.start()
+    server.io_loop.start()
+
+
+def page_url(access: Access, address: str, port: int, prefix: str) -> str:
+    """The page's address, with the token in token mode (Jupyter-style)."""
+    host = f"[{address}]" if ":" in address else address
+    token = f"?token={access.token}" if access.mode == "token" else ""
+    return f"http://{host}:{port}{prefix}/{token}"
+
+
+def served_line(
+    access: Access, address: str, port: int, prefix: str, unix_socket: str | None, results: str
+) -> str:
+    """What the dashboard prints when it is up: where, and with which credential."""
+    if unix_socket:
+        return f"workbench dashboard: unix socket {unix_socket} (results: {results})"
+    return f"workbench dashboard: {page_url(access, address, port, prefix)} (results: {results})"

@@ -1,8 +1,12 @@
 """The JupyterLab Launcher tile: a `jupyter_serverproxy_servers` entry point for the dashboard.
 
 jupyter-server-proxy calls `setup_workbench()` when the Jupyter server starts and, on the first
-request under `{base_url}workbench/`, runs `workbench dashboard` on a free port with that path
-as its prefix, behind the Jupyter server's own authentication. The dashboard serves under its
+request under `{base_url}workbench/`, runs `workbench dashboard` on a private Unix socket
+(`unix_socket: True`: a fresh owner-only folder, the socket itself mode 0600) with that path as
+its prefix. No TCP port exists, so the only way in is through the Jupyter server, whose login
+is the authentication; the dashboard still checks Origin, strips the Jupyter login cookie and
+other credentials from every request, and is started without Jupyter's tokens in its
+environment (`env -u`, so not even /proc/PID/environ holds them). The dashboard serves under its
 prefix, so requests are passed on with their absolute path (`absolute_url: True`), as
 holoviz/jupyter-panel-proxy does for `panel serve --prefix`. The tile opens in a JupyterLab tab
 (`new_browser_tab: False`).
@@ -13,6 +17,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from typing import Any
+
+from workbench.ui.access import JUPYTER_TOKENS
 
 NAME = "workbench"
 """The server's name: its URL path under the Jupyter server's base URL and the entry point's."""
@@ -26,16 +32,17 @@ busy machine takes tens of seconds."""
 
 
 def dashboard_command() -> list[str]:
-    """`workbench dashboard` on the proxy's port, served under the proxied prefix (`{port}` and
-    `{base_url}` are filled in by jupyter-server-proxy; `{base_url}` ends in a slash).
+    """`workbench dashboard` on the proxy's Unix socket, served under the proxied prefix
+    (`{unix_socket}` and `{base_url}` are filled in by jupyter-server-proxy; `{base_url}` ends
+    in a slash), started by `env` without Jupyter's tokens.
 
-    The page's websocket comes from the Jupyter server's origin, whose port the command cannot
-    know, so any origin is accepted: the dashboard binds 127.0.0.1 on a port only the proxy
-    uses, and the proxy stands behind the Jupyter server's authentication."""
+    The page's websocket comes from the Jupyter server's origin, whose name the command cannot
+    know: the dashboard accepts an Origin only when it is the request's own Host (the Jupyter
+    server's, which the Jupyter server has checked), never a wildcard."""
+    unset = [arg for name in JUPYTER_TOKENS for arg in ("-u", name)]
     return [
-        sys.executable, "-m", "workbench.cli", "dashboard",
-        "--port", "{port}", "--prefix", "{base_url}" + NAME,
-        "--allow-websocket-origin", "*",
+        "env", *unset, sys.executable, "-m", "workbench.cli", "dashboard",
+        "--unix-socket", "{unix_socket}", "--prefix", "{base_url}" + NAME,
     ]  # fmt: skip
 
 
@@ -43,6 +50,7 @@ def setup_workbench() -> dict[str, Any]:
     """The server process jupyter-server-proxy (>= 4.1) supervises for the "Workbench" tile."""
     return {
         "command": dashboard_command(),
+        "unix_socket": True,
         "absolute_url": True,
         "timeout": START_TIMEOUT_S,
         "new_browser_tab": False,
