@@ -11,6 +11,10 @@ import typer
 
 from workbench._net import DASHBOARD_TOKEN_ENV, SERVE_API_KEY_ENV
 
+KEY_GRANTS_ENV = "WORKBENCH_ALLOW_KEY_ENV"
+"""The dashboard's --allow-key-env from the environment (space-separated grants), for the
+JupyterLab tile, whose command line is fixed."""
+
 
 def serve_model_command(
     port: Annotated[int, typer.Option(help="port")] = 8000,
@@ -87,6 +91,15 @@ def dashboard_command(
             "whoever may open the socket (its owner, a proxy such as Jupyter's) is trusted"
         ),
     ] = None,
+    allow_key_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            envvar=KEY_GRANTS_ENV,
+            show_envvar=True,
+            help="VAR=HOST[,HOST...]: an environment variable runs launched here may send as "
+            "their API key, and the hosts it may go to (repeat; none by default)",
+        ),
+    ] = None,
     show: Annotated[bool, typer.Option(help="open a browser tab")] = False,
 ) -> None:
     """Serve the workbench (population, personas, runs, results, cluster) and print its URL,
@@ -96,7 +109,10 @@ def dashboard_command(
     drop_jupyter_tokens()  # before anything else: nothing this process starts may inherit them
     os.environ.pop(DASHBOARD_TOKEN_ENV, None)  # read by typer already; no run inherits it
     from workbench._net import is_loopback
+    from workbench.llm.key_policy import KeyPolicy
     from workbench.ui.access import dashboard_access
+
+    KeyPolicy.parse(allow_key_env or ()).install()  # this process and every run it launches
 
     access = dashboard_access(
         address=address, port=port, token=token, no_auth=no_auth,
