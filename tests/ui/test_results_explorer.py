@@ -14,6 +14,7 @@ import pandas as pd
 import panel as pn
 import pyarrow.parquet as pq
 import pytest
+from pane_text import shown_text
 
 from workbench.config import PopulationSpec, RunConfig
 from workbench.population import sample_population
@@ -70,7 +71,7 @@ def _data(obj: hv.core.Dimensioned) -> list[pd.DataFrame]:
 def _alerts(view) -> list[str]:
     """The texts of the Alert panes a view returned."""
     panes = view.select(pn.pane.Alert) if hasattr(view, "select") else []
-    return [p.object for p in panes]
+    return [shown_text(p) for p in panes]
 
 
 def test_the_picker_lists_the_bundles_with_their_status_model_and_size(results) -> None:
@@ -208,7 +209,7 @@ def test_verify_shows_ok_then_the_problem_of_a_tampered_rounds_file(copied) -> N
     assert not report.ok
     assert any(p.startswith("rounds.parquet") for p in report.problems), report.problems
     view = explorer.report_view()
-    assert view.alert_type == "danger" and "rounds.parquet" in view.object
+    assert view.alert_type == "danger" and "rounds.parquet" in shown_text(view)
 
 
 def test_an_empty_or_missing_folder_shows_a_message(tmp_path) -> None:
