@@ -15,13 +15,17 @@ from typing import Any
 
 import panel as pn
 from bokeh.document import Document
-from bokeh.models import TableColumn
+from bokeh.models import Div, TableColumn
+from panel.models.markup import HTML as PanelHTML
 
 SAFE_TAGS = frozenset(
     "p div span strong em b i code pre ul ol li br hr h1 h2 h3 h4 h5 h6 table thead tbody tr "
     "th td blockquote del s sup sub".split()
 )
 """Tags that carry no script and load nothing (what escaped Markdown renders to)."""
+
+LOADING_ATTRIBUTES = frozenset({"href", "src", "srcdoc", "formaction", "xlink:href"})
+"""Attributes that load or link to something (a `javascript:` URL among them)."""
 
 
 class _Markup(HTMLParser):
@@ -36,7 +40,13 @@ class _Markup(HTMLParser):
         if tag not in SAFE_TAGS:
             self.unsafe.append(f"<{tag}>")
         for name, value in attrs:
-            if name.startswith("on") or name in ("href", "src", "srcdoc", "style", "formaction"):
+            if name.startswith("on") or name in (
+                "href",
+                "src",
+                "srcdoc",
+                "formaction",
+                "xlink:href",
+            ):
                 self.unsafe.append(f"<{tag} {name}={value!r}>")
 
     def handle_data(self, data: str) -> None:
@@ -55,10 +65,11 @@ def model_html(model: Any) -> str | None:
     Panel's HTML models (Markdown, Alert, HTML panes, Card headers) and table column titles."""
     if isinstance(model, TableColumn):
         return str(model.title or "")
-    text = getattr(model, "text", None)
-    if type(model).__module__.startswith("panel.models") and isinstance(text, str):
-        return html.unescape(text)  # Panel sends the HTML escaped; the browser unescapes it
-    return None
+    if isinstance(model, PanelHTML):
+        return html.unescape(model.text)  # Panel sends the HTML escaped; the browser unescapes it
+    if isinstance(model, Div) and not model.render_as_text:
+        return model.text
+    return None  # widget titles, options, JSON panes, plots: drawn as text nodes
 
 
 def markup(layout: Any, doc: Document | None = None) -> Iterator[tuple[Any, str]]:

@@ -229,8 +229,5 @@ def _find(view, kind) -> list:
 
 
 def _texts(view) -> str:
-    parts = [
-        str(p.object) if isinstance(p, Str) else shown_text(p)
-        for p in view.select(lambda o: isinstance(o, Alert | Markdown | Str))
-    ]
+    parts = [shown_text(p) for p in view.select(lambda o: isinstance(o, Alert | Markdown | Str))]
     return "\n".join(parts)

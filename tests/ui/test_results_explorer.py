@@ -299,3 +299,25 @@ def test_a_drawn_explorer_picks_up_a_bundle_that_appears_later(results, tmp_path
     shutil.copytree(first, folder / first.name)
     explorer.refresh()
     assert explorer.run_id == Bundle.open(folder / first.name).run_id
+
+
+def test_refreshing_a_drawn_explorer_with_empty_choices_never_recurses(
+    education_spec, tmp_path, caplog
+) -> None:
+    """Opening the Results tab refreshes the explorer. Over a folder without bundles, or with a
+    bundle still before its first round, the Round (and Group by) selects have no choices; a
+    refresh that re-announced the same bundle with `param.trigger` reached those selects, which
+    set their value again inside the trigger, each time triggering themselves: Panel logged a
+    RecursionError from Select."""
+    empty = ResultsExplorer(results_dir=str(tmp_path / "empty"))
+    pn.panel(empty).get_root()
+    config = _config(education_spec, "live", 4, 0.5)
+    with BundleWriter(tmp_path / "live", config, run_id="live") as writer:
+        writer.write_personas(sample_population(education_spec, config.n_agents, 4))
+        live = ResultsExplorer(results_dir=str(tmp_path / "live"))
+        pn.panel(live).get_root()
+        with caplog.at_level(logging.WARNING):
+            for explorer in (empty, live, empty, live):
+                explorer.refresh()  # raised RecursionError before the fix
+        assert live.run_id == "live" and live.round is None
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -292,9 +292,10 @@ class PersonaPreview(pn.viewable.Viewer):
 
 
 def _persona_text(text: object) -> pn.viewable.Viewable:
-    """A persona as it was written, wrapped to its card (a plain `Str` runs into the next card)."""
+    """A persona as it was written, wrapped to its card (a plain `Str` runs into the next card);
+    escaped, since Panel's `Str` puts its text into the page as HTML."""
     return pn.pane.Str(
-        str(text), sizing_mode="stretch_width", stylesheets=["pre { white-space: pre-wrap; }"]
+        html_text(text), sizing_mode="stretch_width", stylesheets=["pre { white-space: pre-wrap; }"]
     )
 
 

@@ -1,13 +1,14 @@
 """Text from files, folders, manifests, model servers or the user, made inert for the page.
 
-Panel's Markdown and Alert panes render Markdown with raw HTML allowed, and its HTML pane and
-a Card's title are HTML: a folder named `<img src=x onerror=...>` or a manifest error holding
-`[x](javascript:...)` would become live markup. Every such text goes through one of two
-functions before it reaches a pane: `md` for Markdown and Alert panes (HTML's special
-characters as entities and Markdown's punctuation backslash-escaped, so the text reads exactly
-as it was written and makes no tag, link, image, emphasis or code span), `html_text` for HTML
-panes and Card titles (`html.escape`). Texts the workbench writes itself (headings, bold
-labels) stay Markdown; only the values put into them are escaped.
+Panel's Markdown and Alert panes render Markdown with raw HTML allowed (and run the scripts in
+it); its HTML and Str panes and a Card's title are HTML: a folder named `<img src=x
+onerror=...>` or a manifest error holding `[x](javascript:...)` would become live markup.
+Every such text goes through one of two functions before it reaches a pane: `md` for Markdown
+and Alert panes (HTML's special characters as entities and Markdown's punctuation
+backslash-escaped, so the text reads exactly as it was written and makes no tag, link, image,
+emphasis or code span), `html_text` for HTML and Str panes and Card titles (`html.escape`).
+Texts the workbench writes itself (headings, bold labels) stay Markdown; only the values put
+into them are escaped.
 
 Tables: a Tabulator cell is text (Bokeh's formatters build text nodes), but a column's title
 is HTML (Tabulator sets it as innerHTML), and column names come from data (a bundle's parquet
