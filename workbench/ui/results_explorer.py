@@ -40,7 +40,7 @@ from workbench.ui.results_data import (
     provenance,
     table_bytes,
 )
-from workbench.ui.safe_text import TextTable, md, md_lines
+from workbench.ui.safe_text import TextTable, html_text, md, md_lines
 from workbench.ui.workspace import inside, workspace_param
 from workbench.viz import plots
 
@@ -169,7 +169,8 @@ class ResultsExplorer(pn.viewable.Viewer):
         # the table first: a drawn picker follows new choices at once, reading the table
         self.param.update(bundles=rows, damaged=damaged, problem=problem)
         self.param.run_id.objects = names
-        self.param.compared.objects = ids
+        # the compare picker (Bokeh's MultiChoice) shows its labels as HTML: escaped
+        self.param.compared.objects = {html_text(i): i for i in ids}
         self.compared = [i for i in self.compared if i in ids]
         # `reads` (never `param.trigger("run_id")`) redraws the same bundle's views: a trigger
         # reached the empty Round / Group-by selects, which set their value again inside it,
@@ -200,12 +201,13 @@ class ResultsExplorer(pn.viewable.Viewer):
         self.param.update(by=by, round=number, report=None)
 
     def bundle(self) -> Bundle:
-        """The chosen bundle, opened once per refresh; BundleError when none is chosen."""
-        if self.run_id is None:
+        """The chosen bundle, opened once per refresh; BundleError when none is chosen (or the
+        listing no longer has it: a refresh sets the listing before the choice)."""
+        paths = self.bundles.loc[self.bundles["run_id"] == self.run_id, "path"]
+        if self.run_id is None or paths.empty:
             raise BundleError(self._nothing_message())
         if self.run_id not in self._opened:
-            path = self.bundles.loc[self.bundles["run_id"] == self.run_id, "path"].iloc[0]
-            self._opened[self.run_id] = Bundle.open(path)
+            self._opened[self.run_id] = Bundle.open(paths.iloc[0])
         return self._opened[self.run_id]
 
     def _nothing_message(self) -> str:
