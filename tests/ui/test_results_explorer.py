@@ -316,8 +316,10 @@ def test_refreshing_a_drawn_explorer_with_empty_choices_never_recurses(
         writer.write_personas(sample_population(education_spec, config.n_agents, 4))
         live = ResultsExplorer(results_dir=str(tmp_path / "live"))
         pn.panel(live).get_root()
+        reads = live.reads
         with caplog.at_level(logging.WARNING):
             for explorer in (empty, live, empty, live):
                 explorer.refresh()  # raised RecursionError before the fix
         assert live.run_id == "live" and live.round is None
+        assert live.reads == reads  # nothing moved: the views are not drawn again
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -55,6 +55,11 @@ def _alert(text: str, kind: str = "warning") -> pn.pane.Alert:
     return pn.pane.Alert(md(text), alert_type=kind, margin=(5, 10))
 
 
+def _row(bundles: pd.DataFrame, run_id: str | None) -> list[dict[str, Any]]:
+    """A bundle's row of a listing, as plain records (none when it is not listed)."""
+    return bundles[bundles["run_id"] == run_id].to_dict("records")
+
+
 # --------------------------------------------------------------------------- the component
 
 
@@ -166,16 +171,20 @@ class ResultsExplorer(pn.viewable.Viewer):
             for r in rows.itertuples()
         }
         keep = self.run_id if self.run_id in ids else (ids[-1] if ids else None)
+        moved = _row(self.bundles, keep) != _row(rows, keep)  # e.g. a live run's rounds
         # the table first: a drawn picker follows new choices at once, reading the table
         self.param.update(bundles=rows, damaged=damaged, problem=problem)
         self.param.run_id.objects = names
         # the compare picker (Bokeh's MultiChoice) shows its labels as HTML: escaped
         self.param.compared.objects = {html_text(i): i for i in ids}
         self.compared = [i for i in self.compared if i in ids]
-        # `reads` (never `param.trigger("run_id")`) redraws the same bundle's views: a trigger
-        # reached the empty Round / Group-by selects, which set their value again inside it,
-        # each time triggering themselves: a RecursionError in Panel's Select
-        self.param.update(run_id=keep, reads=self.reads + 1)
+        # `reads` (never `param.trigger("run_id")`) redraws the same bundle's views when its
+        # listing moved: a trigger reached the empty Round / Group-by selects, which set their
+        # value again inside it, each time triggering themselves (a RecursionError in Panel's
+        # Select); and views drawn again for nothing replaced plots the browser was still
+        # laying out when the tab opened (a TypeError in Bokeh's layout)
+        same = keep == self.run_id
+        self.param.update(run_id=keep, reads=self.reads + 1 if same and moved else self.reads)
 
     @param.depends("run_id", "reads", watch=True)
     def _chosen_changed(self) -> None:
