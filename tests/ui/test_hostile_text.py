@@ -149,3 +149,16 @@ def test_the_cluster_monitor_showing_hostile_messages(results: Path) -> None:
     layout = pn.panel(monitor)
     labels = [w.name for w in layout.select(pn.widgets.TextInput)]
     assert "Ray address" not in labels  # the cluster comes from --ray only, never the page
+
+
+def test_the_notebook_reprs_of_a_hostile_bundle_and_spec_are_escaped(results: Path) -> None:
+    from workbench.results import Bundle
+
+    bundle = Bundle.open(results / hostile.FOLDER)  # its config name is refused when read
+    plain = next(Bundle.open(p) for p in results.iterdir() if p.name.startswith("plain"))
+    spec = PopulationSpec.model_validate(hostile.population())
+    reprs = (bundle._repr_html_(), spec._repr_html_(), plain.config._repr_html_())
+    for fragment in reprs:
+        assert live_markup(fragment) == [], fragment
+    assert hostile.RUN_ID in text_of(reprs[0]) and hostile.ERROR in text_of(reprs[0])
+    assert hostile.CATEGORY in text_of(reprs[1])
