@@ -247,7 +247,7 @@ def _report_failed_run(path: str, exc: WorkbenchError) -> None:
     typer.echo(f"status: {status}")
     typer.echo(f"bundle: {path}")
     typer.echo(f"error: {error}", err=True)
-    if _resume_hint(path) not in error:
+    if getattr(exc, "resumable", True) and _resume_hint(path) not in error:
         typer.echo(f"resume it with\n  {_resume_hint(path)}", err=True)
 
 
@@ -325,6 +325,7 @@ def bundles_list(
 @bundles_app.command("show")
 def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")]) -> None:
     """Show a bundle's status, model, config summary and round table."""
+    from workbench.errors import NO_RESUME
     from workbench.results import Bundle
 
     b = Bundle.open(bundle)
@@ -347,7 +348,7 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
         )
     if b.error:
         typer.echo(f"error:   {b.error}")
-    if b.status in ("failed", "cancelled", "dead"):
+    if b.status in ("failed", "cancelled", "dead") and NO_RESUME not in (b.error or ""):
         typer.echo(f"resume:  {_resume_hint(b.path)}")
     frame = b.rounds()
     if not len(frame):

@@ -17,7 +17,7 @@ The rule:
   `ConfigError` or `BundleError` with one line naming the field or file and the fix;
 - a model that cannot be loaded or reached raises `ModelError`; a round in which more answers
   failed than the config's `max_failed_share` allows raises `RoundFailedError`, whose message
-  ends with the fix (the resume command);
+  ends with the fix (the resume command, where a resume can help);
 - a breach of a contract between the workbench's own parts raises `ContractError`, never a bare
   `RuntimeError`; anything else is a bug and keeps its traceback.
 
@@ -48,19 +48,31 @@ class ModelError(WorkbenchError):
     """A language model could not be loaded or reached."""
 
 
+NO_RESUME = "a resume would replay the same prompts"
+"""Said in a failed run's error when a resume cannot help (its prompts do not fit the model's
+context, and a resumed run keeps its config): the CLI then offers no resume command."""
+
+
 class RoundFailedError(ModelError):
     """Too many of a round's answers failed (model_error or timeout): the run stopped as failed
     before storing the round, so `workbench run --resume` replays it.
 
-    `round_number` and `bundle` say which round of which bundle (None when not given).
+    `round_number` and `bundle` say which round of which bundle (None when not given);
+    `resumable` is False when a resume cannot help (the message then says NO_RESUME).
     """
 
     def __init__(
-        self, message: str, *, round_number: int | None = None, bundle: str | None = None
+        self,
+        message: str,
+        *,
+        round_number: int | None = None,
+        bundle: str | None = None,
+        resumable: bool = True,
     ) -> None:
         super().__init__(message)
         self.round_number = round_number
         self.bundle = bundle
+        self.resumable = resumable
 
 
 class ContractError(WorkbenchError):

@@ -221,8 +221,10 @@ def test_a_round_whose_answers_all_failed_stops_the_run_as_failed(kind, make_con
     assert message.startswith(f"round 1: 6 of 6 answers failed (6 {kind}; 100%)")
     assert "more than max_failed_share 0.5 allows" in message
     assert f"first error: {kind}: gave up;" in message
-    assert message.endswith(f"start the model server again, then: workbench run --resume {path}")
+    # an in-process (embedded) model: no server to start again
+    assert message.endswith(f"once its cause is fixed: workbench run --resume {path}")
     assert (caught.value.round_number, caught.value.bundle) == (1, str(path))
+    assert caught.value.resumable
     assert isinstance(caught.value, ModelError)
 
     bundle = Bundle.open(path)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from pane_text import shown_text
 from panel.widgets import Tabulator
 from ports import free_port
 
@@ -79,8 +80,8 @@ def test_persona_cards_show_the_first_agents(spec) -> None:
     preview = PersonaPreview(spec=spec, n=50, seed=1, n_cards=3)
     view = preview.__panel__()
     view.get_root()
-    texts = [str(p.object) for p in view.select(lambda o: type(o).__name__ == "Str")]
-    assert texts[:3] == [str(t) for t in preview.personas["persona"].head(3)]
+    texts = [shown_text(p) for p in view.select(lambda o: type(o).__name__ == "Str")]
+    assert texts[:3] == [" ".join(str(t).split()) for t in preview.personas["persona"].head(3)]
 
 
 def test_a_failing_model_shows_its_error(spec) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pane_text import shown_text
 from panel.pane import Alert, Markdown, Str
 from panel.widgets import FloatInput as _FloatInput
 from panel.widgets import Tabulator as _Tabulator
@@ -228,5 +229,5 @@ def _find(view, kind) -> list:
 
 
 def _texts(view) -> str:
-    parts = [str(p.object) for p in view.select(lambda o: isinstance(o, Alert | Markdown | Str))]
+    parts = [shown_text(p) for p in view.select(lambda o: isinstance(o, Alert | Markdown | Str))]
     return "\n".join(parts)

@@ -14,6 +14,7 @@ import pandas as pd
 import panel as pn
 import pyarrow.parquet as pq
 import pytest
+from pane_text import shown_text
 
 from workbench.config import PopulationSpec, RunConfig
 from workbench.population import sample_population
@@ -70,7 +71,7 @@ def _data(obj: hv.core.Dimensioned) -> list[pd.DataFrame]:
 def _alerts(view) -> list[str]:
     """The texts of the Alert panes a view returned."""
     panes = view.select(pn.pane.Alert) if hasattr(view, "select") else []
-    return [p.object for p in panes]
+    return [shown_text(p) for p in panes]
 
 
 def test_the_picker_lists_the_bundles_with_their_status_model_and_size(results) -> None:
@@ -208,7 +209,7 @@ def test_verify_shows_ok_then_the_problem_of_a_tampered_rounds_file(copied) -> N
     assert not report.ok
     assert any(p.startswith("rounds.parquet") for p in report.problems), report.problems
     view = explorer.report_view()
-    assert view.alert_type == "danger" and "rounds.parquet" in view.object
+    assert view.alert_type == "danger" and "rounds.parquet" in shown_text(view)
 
 
 def test_an_empty_or_missing_folder_shows_a_message(tmp_path) -> None:
@@ -301,3 +302,27 @@ def test_a_drawn_explorer_picks_up_a_bundle_that_appears_later(results, tmp_path
     shutil.copytree(first, folder / first.name)
     explorer.refresh()
     assert explorer.run_id == Bundle.open(folder / first.name).run_id
+
+
+def test_refreshing_a_drawn_explorer_with_empty_choices_never_recurses(
+    education_spec, tmp_path, caplog
+) -> None:
+    """Opening the Results tab refreshes the explorer. Over a folder without bundles, or with a
+    bundle still before its first round, the Round (and Group by) selects have no choices; a
+    refresh that re-announced the same bundle with `param.trigger` reached those selects, which
+    set their value again inside the trigger, each time triggering themselves: Panel logged a
+    RecursionError from Select."""
+    empty = ResultsExplorer(results_dir=str(tmp_path / "empty"))
+    pn.panel(empty).get_root()
+    config = _config(education_spec, "live", 4, 0.5)
+    with BundleWriter(tmp_path / "live", config, run_id="live") as writer:
+        writer.write_personas(sample_population(education_spec, config.n_agents, 4))
+        live = ResultsExplorer(results_dir=str(tmp_path / "live"))
+        pn.panel(live).get_root()
+        reads = live.reads
+        with caplog.at_level(logging.WARNING):
+            for explorer in (empty, live, empty, live):
+                explorer.refresh()  # raised RecursionError before the fix
+        assert live.run_id == "live" and live.round is None
+        assert live.reads == reads  # nothing moved: the views are not drawn again
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -19,6 +19,7 @@ import panel as pn
 import pytest
 from cli_helpers import workbench
 from fake_openai import FakeServer
+from pane_text import shown_text
 from ports import free_port
 
 from workbench._processes import process_alive
@@ -198,8 +199,10 @@ def test_a_run_fills_in_its_tables_and_shows_its_result(results: Path) -> None:
     assert bars.dimension_values("count").sum() == last["n_valid"] == 30  # round 3's guesses
     (cells,) = by_education.traverse(lambda e: e, [hv.Rectangles])  # the heatmap by education
     assert set(cells.dimension_values("category")) == set(bundle.personas()["education"])
-    status = [m.object for m in view.select(pn.pane.Markdown) if CSS["status"] in m.css_classes]
-    assert status == [f"**complete** · rounds 3 / 3 · bundle `{launcher.bundle}`"]
+    status = [
+        shown_text(m) for m in view.select(pn.pane.Markdown) if CSS["status"] in m.css_classes
+    ]
+    assert status == [f"complete · rounds 3 / 3 · bundle {launcher.bundle}"]
     launcher.refresh()
     assert seen == [launcher.bundle]  # told once, not at every refresh
 
@@ -231,7 +234,7 @@ def test_a_new_launcher_reattaches_to_a_live_run_and_cancels_it(results: Path) -
     view = again.__panel__()
     view.get_root()
     errors = [a for a in view.select(pn.pane.Alert) if CSS["error"] in a.css_classes]
-    assert [a.visible for a in errors] == [True] and "cancelled: " in errors[0].object
+    assert [a.visible for a in errors] == [True] and "cancelled: " in shown_text(errors[0])
     buttons = {b.css_classes[0]: b for b in view.select(pn.widgets.Button)}
     assert buttons[CSS["cancel"]].disabled and not buttons[CSS["run"]].disabled
     assert RunLauncher(results_dir=str(results)).status == ""  # nothing live to re-attach to

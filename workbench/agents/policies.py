@@ -230,7 +230,8 @@ class LLMPolicy:
         todo = self._to_extract(results, statuses)
         if len(todo):
             answers = await self.model.generate(
-                [self._extraction(requests[i], texts[i] or "", ctx) for i in todo], self.params
+                [self.extraction_request(requests[i], texts[i] or "", ctx) for i in todo],
+                self.params,
             )
             again, again_status = parse_answers(  # read as a direct answer: its first number
                 [r.text for r in answers],
@@ -268,7 +269,9 @@ class LLMPolicy:
         )
         return np.flatnonzero(answered & wanted)
 
-    def _extraction(self, request: ChatRequest, answer: str, ctx: RoundContext) -> ChatRequest:
+    def extraction_request(
+        self, request: ChatRequest, answer: str, ctx: RoundContext
+    ) -> ChatRequest:
         """The paper's second call: which number did this free-form answer choose?"""
         game = ctx.game
         question = (

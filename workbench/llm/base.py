@@ -213,7 +213,8 @@ class ChatModel:
 
     The contract every model client and engine implements: `identity` and `generate`, plus
     `load()` (heavy set-up, once per process), `check()` (cheap reachability check before a run
-    writes anything) and `close()` (release connections or engines), whose defaults do nothing.
+    writes anything), `check_fits()` (the run's longest prompts fit the context) and `close()`
+    (release connections or engines), whose defaults do nothing.
     Objects that only have `identity` and `generate` are adapted by `as_chat_model`. A model
     that answers request by request calls `report_answered` for each, so a round's progress is
     seen while its batch is still going.
@@ -236,6 +237,14 @@ class ChatModel:
 
     async def check(self) -> None:
         """Raise ModelError when the model cannot answer (a server down, a wrong name)."""
+
+    def check_fits(
+        self, requests: Sequence[ChatRequest], params: SamplingParams, field: str = "model"
+    ) -> None:
+        """Raise ConfigError naming `<field>.n_ctx` when the longest of `requests` (a run's
+        worst-case prompts), with room for a `max_tokens` answer, cannot fit the model's
+        context: checked before a run writes anything. A model whose limit is not known here
+        (a server's) checks nothing."""
 
     def close(self) -> None:
         """Release what the model holds; it may be loaded again later."""

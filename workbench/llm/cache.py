@@ -154,6 +154,12 @@ class CachedModel(ChatModel):
         """The wrapped model's check (the cache file is not created by a failed check)."""
         await self.model.check()
 
+    def check_fits(
+        self, requests: Sequence[ChatRequest], params: SamplingParams, field: str = "model"
+    ) -> None:
+        """The wrapped model's check."""
+        self.model.check_fits(requests, params, field)
+
     def close(self) -> None:
         """Close the wrapped model."""
         self.model.close()

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench._files import sha256_file
-from workbench.errors import ModelError
+from workbench.errors import ConfigError, ModelError
 from workbench.llm.base import (
     ChatModel,
     ChatRequest,
@@ -103,39 +103,103 @@ class _Engine:
         self.cached, self.cached_starts, self.logits = [], [], None
 
 
-@lru_cache(maxsize=4)
+_LOADING = threading.Lock()
+"""Held while a model file is loaded: `lru_cache` does not hold back a second caller while the
+first computes, so two threads asking at once (the persona writer's requests, each in its own
+thread) would each load a copy of the model."""
+
+
 def _load(path: str, n_ctx: int, n_threads: int) -> _Engine:
-    """Load a GGUF once per process (and per settings), with the chat formatter of its template."""
+    """The engine of a GGUF, loaded once per process (and per settings)."""
+    with _LOADING:
+        return _load_once(path, n_ctx, n_threads)
+
+
+@lru_cache(maxsize=4)
+def _load_once(path: str, n_ctx: int, n_threads: int) -> _Engine:
+    """Load a GGUF with the chat formatter of its template."""
+    llm = _llama(
+        path,
+        n_ctx=n_ctx,
+        n_threads=n_threads,
+        n_threads_batch=n_threads,
+        n_batch=512,
+    )
+    lock = threading.Lock()
+    return _Engine(llm, lock, _chat_formatter(llm, path), RequestPool(lock))
+
+
+class _Vocabulary:
+    """A GGUF's vocabulary and chat template, without weights or a context: what tokenizes a
+    run's prompts in its driver before any model is loaded (`check_fits`). Quacks like the
+    parts of `llama_cpp.Llama` that `_chat_formatter` and `_chat_tokens` use."""
+
+    def __init__(self, path: str) -> None:
+        import llama_cpp
+        from llama_cpp._internals import LlamaModel
+
+        params = llama_cpp.llama_model_default_params()
+        params.vocab_only = True
+        try:
+            self._model = LlamaModel(path_model=path, params=params, verbose=False)
+        except ValueError as exc:
+            raise ModelError(f"could not read model file {path}: {exc}") from None
+        self.metadata = self._model.metadata()
+
+    def token_eos(self) -> int:
+        return self._model.token_eos()
+
+    def token_bos(self) -> int:
+        return self._model.token_bos()
+
+    def tokenize(self, text: bytes, add_bos: bool, special: bool) -> list[int]:
+        return self._model.tokenize(text, add_bos, special)
+
+
+@lru_cache(maxsize=4)
+def _vocabulary(path: str) -> tuple[_Vocabulary, Any]:
+    """(vocabulary, chat formatter) of a GGUF, once per process."""
+    with _LOADING:
+        vocabulary = _Vocabulary(path)
+    return vocabulary, _chat_formatter(vocabulary, path)
+
+
+def _llama(path: str, **settings: Any) -> Any:
+    """A llama_cpp.Llama of a GGUF; ModelError naming the file when it cannot be loaded."""
     try:
         from llama_cpp import Llama
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
     except ImportError as exc:  # pragma: no cover - a broken install
         raise ModelError(
             f"llama-cpp-python is not importable ({exc}); run `bash .ci/setup`"
         ) from None
     try:
-        llm = Llama(
-            model_path=path,
-            n_ctx=n_ctx,
-            n_threads=n_threads,
-            n_threads_batch=n_threads,
-            n_batch=512,
-            verbose=False,
-        )
+        return Llama(model_path=path, verbose=False, **settings)
     except (ValueError, RuntimeError) as exc:
         raise ModelError(f"could not load model file {path}: {exc}") from None
+
+
+def _chat_formatter(llm: Any, path: str) -> Any:
+    """The chat formatter of a GGUF's own template (`tokenizer.chat_template`)."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
     template = llm.metadata.get("tokenizer.chat_template")
     if template is None:
         raise ModelError(f"model file {path} has no chat template (tokenizer.chat_template)")
     eos, bos = llm.token_eos(), llm.token_bos()
-    formatter = Jinja2ChatFormatter(
+    return Jinja2ChatFormatter(
         template=template,
         eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
         bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
         stop_token_ids=[eos],
     )
-    lock = threading.Lock()
-    return _Engine(llm, lock, formatter, RequestPool(lock))
+
+
+def _chat_tokens(llm: Any, formatter: Any, request: ChatRequest) -> tuple[list[int], Any]:
+    """A request's prompt as the model sees it: its tokens, and the formatted chat (its stop
+    strings)."""
+    chat = formatter(messages=list(request.messages))
+    tokens = llm.tokenize(chat.prompt.encode("utf-8"), add_bos=not chat.added_special, special=True)
+    return tokens, chat
 
 
 def _decode(llm: Any, tokens: list[int], *, logits: bool) -> None:
@@ -191,7 +255,8 @@ class EngineCounters:
 
 
 # free the models while the interpreter still works (llama.cpp's __del__ fails at shutdown)
-atexit.register(_load.cache_clear)
+atexit.register(_load_once.cache_clear)
+atexit.register(_vocabulary.cache_clear)
 
 
 @lru_cache(maxsize=64)
@@ -255,6 +320,27 @@ class LlamaCppModel(ChatModel):
             "threads": self.cpu.describe(),
             "prompt_pieces": "cut after newlines and colons",
         }
+
+    def check_fits(
+        self, requests: Sequence[ChatRequest], params: SamplingParams, field: str = "model"
+    ) -> None:
+        """ConfigError naming `<field>.n_ctx` when the longest of `requests`, with room for a
+        `max_tokens` answer, does not fit the context (tokenized without loading the weights)."""
+        if not requests:
+            return
+        llm, formatter = _vocabulary(str(self.path))
+        length, longest = max(
+            ((len(_chat_tokens(llm, formatter, r)[0]), r) for r in requests), key=lambda x: x[0]
+        )
+        need = length + params.max_tokens
+        if need > self.n_ctx:
+            kind = "extraction prompt" if longest.step == "extract" else "prompt"
+            which = f"round {longest.round}'s {kind}" if longest.round else f"the {kind}"
+            raise ConfigError(
+                f"{field}.n_ctx: {self.n_ctx} tokens cannot hold {which}: it is up to "
+                f"{length} tokens, plus {field}.max_tokens {params.max_tokens} for the answer; "
+                f"set {field}.n_ctx to at least {need}"
+            )
 
     def load(self) -> LlamaCppModel:
         """Load the model now (otherwise on first use); returns self."""
@@ -347,10 +433,7 @@ class LlamaCppModel(ChatModel):
         threads = self.cpu.threads()
         llama_cpp.llama_set_n_threads(llm.ctx, threads, threads)
         try:
-            chat = engine.formatter(messages=list(request.messages))
-            tokens = llm.tokenize(
-                chat.prompt.encode("utf-8"), add_bos=not chat.added_special, special=True
-            )
+            tokens, chat = _chat_tokens(llm, engine.formatter, request)
             if len(tokens) >= self.n_ctx:
                 raise ValueError(
                     f"Requested tokens ({len(tokens)}) exceed context window of {self.n_ctx}"

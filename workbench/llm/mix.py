@@ -45,6 +45,15 @@ class ModelMix(ChatModel):
         for model, _ in self.models.values():
             await model.check()
 
+    def check_fits(
+        self, requests: Sequence[ChatRequest], params: SamplingParams, field: str = "model"
+    ) -> None:
+        """Each named model checks the requests naming it, with its own params (its field is
+        `models.<name>`)."""
+        for name, (model, own) in self.models.items():
+            mine = [r for r in requests if r.model == name]
+            model.check_fits(mine, own, f"models.{name}")
+
     def close(self) -> None:
         """Close every model."""
         for model, _ in self.models.values():

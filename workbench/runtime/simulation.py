@@ -14,6 +14,7 @@ import dataclasses
 import importlib.metadata
 import inspect
 import platform
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from workbench.agents.context_probes import probe_requests
 from workbench.agents.factory import make_policy
 from workbench.agents.policies import Policy
 from workbench.agents.shard import AgentShard, RoundContext, split_into_shards
@@ -38,9 +40,9 @@ from workbench.config import (
     resolve_population,
     validate,
 )
-from workbench.errors import BundleError, ConfigError, RoundFailedError, one_line
+from workbench.errors import NO_RESUME, BundleError, ConfigError, RoundFailedError, one_line
 from workbench.game import FAILED_STATUSES, RoundStats, round_stats
-from workbench.llm import ChatModel, as_chat_model, model_for
+from workbench.llm import ChatModel, as_chat_model, model_for, sampling_params
 from workbench.llm.base import most_informative
 from workbench.population import population_note, quota_assignment, sample_population
 from workbench.results import Bundle, BundleWriter
@@ -62,6 +64,10 @@ MODEL_STREAM = 0x4D0DE1
 
 TEXT_LIMIT = 1_000_000
 """Above this many agents, non-LLM runs skip persona text (it is never read by their policies)."""
+
+CONTEXT_OVERFLOW = re.compile(r"context (window|length|size)", re.IGNORECASE)
+"""A failed answer's error saying its prompt did not fit the model's context (llama.cpp's
+"exceed context window", vLLM's "maximum context length", llama.cpp server's "context size")."""
 
 ERROR_TEXT_LIMIT = 400
 """Most characters of a failed answer's error that a RoundFailedError quotes (its fix follows)."""
@@ -293,10 +299,12 @@ class Simulation:
         cfg = self.config
         self.check()
         model = self.model
+        note = population_note(self.population) if cfg.game.prompt.population_note else None
         if model is not None:
             await model.check()  # an unreachable server or a wrong model name: before writing
+            params = sampling_params(cfg.model)  # a prompt too long for the context, too
+            model.check_fits(probe_requests(cfg, self.personas, params, note), params)
         targets = list(self._resume.targets) if self._resume is not None else []
-        note = population_note(self.population) if cfg.game.prompt.population_note else None
         shards = await self._shards()
         group_codes = self._group_codes()  # once per run, not per round
         backend = self.backend
@@ -307,6 +315,7 @@ class Simulation:
             await backend.close()
             raise
         backend.run_id = writer.run_id  # the Ray backend names its actors after the run
+        served = any(spec.kind == "openai" for spec in (cfg.model, *cfg.models.values()))
         bar = RoundBar(cfg.game.rounds, writer.run_id, initial=len(targets)) if progress else None
         listeners = EventBus([s for s in (self.events.emit, on_event, bar) if s is not None])
 
@@ -343,7 +352,7 @@ class Simulation:
                 if backend.describe() != described:  # e.g. a respawned Ray actor
                     described = backend.describe()
                     writer.record(backend=described)
-                _check_failures(tables, number, cfg.max_failed_share, writer.path)
+                _check_failures(tables, number, cfg.max_failed_share, writer.path, served)
                 stats, seconds = await self._store_round(writer, number, tables, group_codes, start)
                 targets.append(stats.target)
                 row = {**stats.as_dict(), "seconds": seconds}
@@ -465,12 +474,16 @@ def _stats(
     return stats, per_group
 
 
-def _check_failures(tables: list[pa.Table], number: int, limit: float, bundle: Path) -> None:
+def _check_failures(
+    tables: list[pa.Table], number: int, limit: float, bundle: Path, served: bool = True
+) -> None:
     """RoundFailedError when more than `limit` of the round's answers failed (model_error or
     timeout): a dead model server must not pass for a round of results.
 
     The message names the round, the failures by kind, the most telling error (a server's own
-    HTTP answer before the refused connections after it) and the fix.
+    HTTP answer before the refused connections after it) and the fix: for prompts that do not
+    fit the model's context a new run (a resume keeps the config and replays the same
+    prompts), else the resume command, after restarting the server when the model is `served`.
     """
     n = sum(t.num_rows for t in tables)
     kinds = {
@@ -488,12 +501,22 @@ def _check_failures(tables: list[pa.Table], number: int, limit: float, bundle: P
     error = most_informative(errors)
     quoted = " ".join(error.split())[:ERROR_TEXT_LIMIT] if error else "none recorded"
     by_kind = ", ".join(f"{count} {kind}" for kind, count in kinds.items() if count)
+    resumable = not (error and CONTEXT_OVERFLOW.search(error))
+    if not resumable:
+        fix = (
+            "the prompts do not fit the model's context: start a new run with a larger "
+            f"model.n_ctx (or a server with a longer context); {NO_RESUME}"
+        )
+    elif served:
+        fix = f"start the model server again, then: workbench run --resume {bundle}"
+    else:
+        fix = f"once its cause is fixed: workbench run --resume {bundle}"
     raise RoundFailedError(
         f"round {number}: {failed} of {n} answers failed ({by_kind}; {100 * failed / n:.3g}%), "
-        f"more than max_failed_share {limit:g} allows; first error: {quoted}; "
-        f"start the model server again, then: workbench run --resume {bundle}",
+        f"more than max_failed_share {limit:g} allows; first error: {quoted}; {fix}",
         round_number=number,
         bundle=str(bundle),
+        resumable=resumable,
     )
 
 

@@ -26,6 +26,7 @@ from workbench.ui.persona_preview import PersonaPreview
 from workbench.ui.population_editor import PopulationEditor
 from workbench.ui.results_explorer import ResultsExplorer
 from workbench.ui.run_launcher import RunLauncher
+from workbench.ui.workspace import dashboard_folders
 
 TITLE = "Agent Simulation Workbench"
 """The page's title (browser tab and header)."""
@@ -55,17 +56,30 @@ class WorkbenchApp(pn.viewable.Viewer):
         allow_None=True,
         doc="the Ray cluster runs use and the monitor shows (None: a Ray run starts its own)",
     )
+    workspace = param.String(
+        None,
+        allow_None=True,
+        doc="the one folder the page may read and write (YAML load and save, results folders, "
+        "replay bundles); None: the results folder itself, the one folder the owner named",
+    )
     tab = param.Selector(objects=list(TABS), default=TABS[0], doc="the tab shown first")
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        self.editor = PopulationEditor(spec=quickstart_population(), n=50)
+        folder, root = dashboard_folders(self.results_dir, self.workspace)
+        results, workspace = str(folder), str(root)
+        self.editor = PopulationEditor(spec=quickstart_population(), n=50, workspace=workspace)
         self.preview = PersonaPreview.for_editor(self.editor)
         self.launcher = RunLauncher.for_editor(
-            self.editor, results_dir=self.results_dir, ray_address=self.ray_address
+            self.editor,
+            results_dir=results,
+            ray_address=self.ray_address,
+            workspace=workspace,
         )
-        self.explorer = ResultsExplorer(results_dir=self.results_dir)
-        self.monitor = ClusterMonitor(results_dir=self.results_dir, ray_address=self.ray_address)
+        self.explorer = ResultsExplorer(results_dir=results, workspace=workspace)
+        self.monitor = ClusterMonitor(
+            results_dir=results, ray_address=self.ray_address, workspace=workspace
+        )
         self._finished: str | None = None  # a launch finished since the explorer last looked
         self.launcher.param.watch(self._run_finished, "finished_bundle")
 

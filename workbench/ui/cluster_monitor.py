@@ -27,6 +27,8 @@ from workbench.runs import shards as shard_reads
 from workbench.runs.cluster import ACTOR_COLUMNS, NODE_COLUMNS
 from workbench.runs.endpoints import ENDPOINT_COLUMNS
 from workbench.runs.shards import SHARD_COLUMNS
+from workbench.ui.safe_text import TextTable, md
+from workbench.ui.workspace import inside, workspace_param
 
 __all__ = ["CSS_CLASSES", "ClusterMonitor"]
 
@@ -56,7 +58,8 @@ def _empty(columns: tuple[str, ...]) -> pd.DataFrame:
 class ClusterMonitor(pn.viewable.Viewer):
     """Watch the cluster and the runs of a results folder; cancel a run; free idle actors.
 
-    Set `results_dir` (and `ray_address` to join a cluster), `await refresh()` (a served page
+    Set `results_dir` (and `ray_address` to join a cluster: the dashboard's --ray, never the
+    page, which has no box for it), `await refresh()` (a served page
     does it every `refresh_s`), read `nodes`, `shards`, `endpoints`, `actors`; `await cancel()`
     stops the run chosen in `run_id`, `await shutdown_idle()` kills the idle actors.
     """
@@ -64,8 +67,9 @@ class ClusterMonitor(pn.viewable.Viewer):
     results_dir = param.String(
         default="results",
         doc="The folder whose runs are watched (their bundles' events say where their shards "
-        "run and how far they are).",
+        "run and how far they are); inside `workspace` when that is set.",
     )
+    workspace = workspace_param()
     ray_address = param.String(
         default=None,
         allow_None=True,
@@ -143,7 +147,7 @@ class ClusterMonitor(pn.viewable.Viewer):
                 cluster.connect(self.ray_address)
             except WorkbenchError as exc:
                 values.update(message=str(exc), message_kind="danger")
-        root = self.results_dir
+        root = self._root()
         running = shard_reads.running_runs(root)
         values.update(
             cluster=cluster.cluster_summary(),
@@ -154,6 +158,10 @@ class ClusterMonitor(pn.viewable.Viewer):
             running=dict(zip(running["run_id"], running["path"], strict=True)),
         )
         return values
+
+    def _root(self) -> Path:
+        """results_dir, checked to be inside the workspace (ConfigError when not)."""
+        return inside(self.workspace, self.results_dir, "results folder")
 
     async def refresh(self) -> None:
         """Read everything again in a worker thread and show it; a refresh already under way
@@ -199,7 +207,7 @@ class ClusterMonitor(pn.viewable.Viewer):
         """Kill the workbench's idle named actors (their run has ended); returns their names
         and says what was done in the message."""
         try:
-            killed = await asyncio.to_thread(cluster.shutdown_idle, self.results_dir)
+            killed = await asyncio.to_thread(cluster.shutdown_idle, self._root())
         except READ_ERRORS as exc:
             self.param.update(message=f"cannot shut down idle actors: {exc}", message_kind="danger")
             return []
@@ -231,7 +239,7 @@ class ClusterMonitor(pn.viewable.Viewer):
 
     def __panel__(self) -> pn.viewable.Viewable:
         def table(frame: param.DataFrame, css: str, **options: Any) -> pn.widgets.Tabulator:
-            return pn.widgets.Tabulator(
+            return TextTable(
                 frame,
                 pagination="remote",
                 page_size=options.pop("page_size", 10),
@@ -264,7 +272,7 @@ class ClusterMonitor(pn.viewable.Viewer):
         )
         shutdown.on_click(self._on_shutdown)
         message = pn.pane.Alert(
-            self.param.message,
+            pn.bind(md, self.param.message),
             alert_type=self.param.message_kind,
             visible=pn.bind(bool, self.param.message),
             css_classes=[CSS_CLASSES["message"]],
@@ -273,10 +281,9 @@ class ClusterMonitor(pn.viewable.Viewer):
         layout = pn.Column(
             pn.Row(
                 pn.widgets.TextInput.from_param(self.param.results_dir, label="Results folder"),
-                pn.widgets.TextInput.from_param(self.param.ray_address, label="Ray address"),
                 refresh,
             ),
-            pn.pane.Markdown(self.param.cluster, css_classes=[CSS_CLASSES["cluster"]]),
+            pn.pane.Markdown(pn.bind(md, self.param.cluster), css_classes=[CSS_CLASSES["cluster"]]),
             message,
             pn.pane.Markdown("### Nodes"),
             table(self.param.nodes, "nodes"),

@@ -26,6 +26,7 @@ from workbench.config import (
     validate,
 )
 from workbench.errors import ConfigError
+from workbench.ui.workspace import inside, workspace_param
 
 __all__ = ["MODEL_KINDS", "LaunchSettings", "quickstart_population"]
 
@@ -69,9 +70,10 @@ class LaunchSettings(param.Parameterized):
     ray_address = param.String(
         None,
         allow_None=True,
-        doc="Ray cluster address for backend ray (backend.address); None: the run's process "
-        "starts a local Ray cluster",
+        doc="Ray cluster address for backend ray (backend.address): the dashboard's --ray, "
+        "never typed in the page; None: the run's process starts a local Ray cluster",
     )
+    workspace = workspace_param()
 
     # ---- who plays -------------------------------------------------------------------------
     population = param.ClassSelector(
@@ -164,7 +166,9 @@ class LaunchSettings(param.Parameterized):
     api_key_env = param.String(
         "", label="API key variable", doc="model.api_key_env (openai); the key is never stored"
     )
-    replay_bundle = param.String("", label="Replay bundle", doc="model.bundle (replay)")
+    replay_bundle = param.String(
+        "", label="Replay bundle", doc="model.bundle (replay), inside `workspace` when set"
+    )
     temperature = param.Number(0.7, bounds=(0, 2), label="Temperature", doc="model.temperature")
     max_tokens = param.Integer(4, bounds=(1, 4096), label="Max tokens", doc="model.max_tokens")
     n_threads = param.Integer(
@@ -240,7 +244,10 @@ class LaunchSettings(param.Parameterized):
         elif self.model_kind == "vllm":
             model["name"] = self.model_name or None
         elif self.model_kind == "replay":
-            model["bundle"] = self.replay_bundle or None
+            bundle = self.replay_bundle.strip()
+            model["bundle"] = (
+                str(inside(self.workspace, bundle, "model.bundle")) if bundle else None
+            )
         elif self.n_threads is not None:
             model["n_threads"] = self.n_threads
         return model

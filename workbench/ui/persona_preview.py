@@ -23,6 +23,7 @@ from workbench.errors import ConfigError, WorkbenchError, one_line
 from workbench.llm import make_model, sampling_params
 from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams
 from workbench.population import counts_table, sample_population
+from workbench.ui.safe_text import TextTable, html_text, md
 
 __all__ = ["PersonaPreview", "persona_model_spec"]
 
@@ -222,7 +223,7 @@ class PersonaPreview(pn.viewable.Viewer):
 
     def table(self) -> pn.widgets.Tabulator:
         """The sampled agents, paged on the server: the browser gets `page_size` rows."""
-        return pn.widgets.Tabulator(
+        return TextTable(
             self.personas if self.personas is not None else pd.DataFrame(),
             pagination="remote",
             page_size=self.page_size,
@@ -268,12 +269,16 @@ class PersonaPreview(pn.viewable.Viewer):
 
     def _sample_view(self, personas: pd.DataFrame | None, message: str) -> pn.viewable.Viewable:
         if personas is None:
-            return pn.pane.Alert(message, alert_type="danger")
-        counts = pn.widgets.Tabulator(
+            return pn.pane.Alert(md(message), alert_type="danger")
+        counts = TextTable(
             self.counts, disabled=True, show_index=False, pagination="remote", page_size=50
         )
         cards = [
-            pn.Card(_persona_text(row["persona"]), title=f"agent {row['agent_id']}", width=300)
+            pn.Card(
+                _persona_text(row["persona"]),
+                title=html_text(f"agent {row['agent_id']}"),
+                width=300,
+            )
             for _, row in personas.head(self.n_cards).iterrows()
         ]
         return pn.Column(
@@ -287,15 +292,16 @@ class PersonaPreview(pn.viewable.Viewer):
 
 
 def _persona_text(text: object) -> pn.viewable.Viewable:
-    """A persona as it was written, wrapped to its card (a plain `Str` runs into the next card)."""
+    """A persona as it was written, wrapped to its card (a plain `Str` runs into the next card);
+    escaped, since Panel's `Str` puts its text into the page as HTML."""
     return pn.pane.Str(
-        str(text), sizing_mode="stretch_width", stylesheets=["pre { white-space: pre-wrap; }"]
+        html_text(text), sizing_mode="stretch_width", stylesheets=["pre { white-space: pre-wrap; }"]
     )
 
 
 def _note(message: str, failed: bool) -> pn.viewable.Viewable:
     return pn.pane.Alert(
-        message or "-", alert_type="danger" if failed else "info", visible=bool(message)
+        md(message) or "-", alert_type="danger" if failed else "info", visible=bool(message)
     )
 
 
@@ -304,7 +310,7 @@ def _background_cards(backgrounds: list[dict[str, Any]]) -> pn.viewable.Viewable
     for item in backgrounds:
         body = [_persona_text(item["persona"])]
         if item["error"]:
-            body.append(pn.pane.Alert(f"model error: {item['error']}", alert_type="danger"))
-        title = f"agent {item['agent_id']} ({item['source']})"
+            body.append(pn.pane.Alert(md(f"model error: {item['error']}"), alert_type="danger"))
+        title = html_text(f"agent {item['agent_id']} ({item['source']})")
         cards.append(pn.Card(*body, title=title, width=360))
     return pn.FlexBox(*cards)

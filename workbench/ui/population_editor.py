@@ -29,6 +29,8 @@ from workbench.config import (
 )
 from workbench.config.base import share_table
 from workbench.errors import ConfigError
+from workbench.ui.safe_text import html_text, md
+from workbench.ui.workspace import inside, workspace_param, yaml_target
 
 __all__ = ["NO_PARENT", "PopulationEditor"]
 
@@ -73,8 +75,11 @@ class PopulationEditor(pn.viewable.Viewer):
         doc="when on, setting a share rescales the other shares of its table so they sum to 1",
     )
     path = param.String(
-        "", label="YAML file", doc="the spec file that Load reads and Save writes (a local path)"
+        "",
+        label="YAML file",
+        doc="the spec file that Load reads and Save writes (inside `workspace` when set)",
     )
+    workspace = workspace_param()
     source = param.String(
         "population spec",
         doc="what validation messages start with: the loaded file's path, like the CLI's",
@@ -152,20 +157,23 @@ class PopulationEditor(pn.viewable.Viewer):
 
     def load(self, path: str | Path | None = None) -> None:
         """Read a spec YAML file (safe loading) into the editor; ConfigError for a file that
-        cannot be read. An invalid spec is loaded with its message, to be fixed here."""
-        path = Path(path if path is not None else self.path)
-        self.set_data(read_yaml(path), str(path))
-        self.path = str(path)
+        cannot be read or lies outside the workspace. An invalid spec is loaded with its
+        message, to be fixed here."""
+        given = path if path is not None else self.path
+        if not str(given).strip():
+            raise ConfigError("load: type the YAML file's name first")
+        found = inside(self.workspace, given, "load")
+        self.set_data(read_yaml(found), str(given))
+        self.path = str(given)
 
     def save(self, path: str | Path | None = None) -> Path:
-        """Write the current spec as YAML (atomically); ConfigError while it is invalid."""
+        """Write the current spec as YAML (atomically); ConfigError while it is invalid, or
+        for a target outside the workspace or not a .yaml/.yml file."""
         if self.spec is None:
             raise ConfigError(f"cannot save: {self.message}")
-        target = Path(path if path is not None else self.path)
-        if not str(target) or target.suffix not in (".yaml", ".yml"):
-            raise ConfigError(f"save: use a .yaml or .yml file name, got {str(target)!r}")
-        written = save_yaml(self.spec, target)
-        self.path = str(target)
+        given = path if path is not None else self.path
+        written = save_yaml(self.spec, yaml_target(self.workspace, given))
+        self.path = str(given)
         return written
 
     def yaml_text(self) -> str:
@@ -440,7 +448,8 @@ class PopulationEditor(pn.viewable.Viewer):
                 boxes[(name, parent, category)] = box
                 inputs.append(box)
             if parent:
-                rows.append(pn.pane.Markdown(f"**{dim['given']} = {parent}**", margin=(0, 5)))
+                heading = f"**{md(dim['given'])} = {md(parent)}**"
+                rows.append(pn.pane.Markdown(heading, margin=(0, 5)))
             rows.append(pn.FlexBox(*inputs))
         new_category = pn.widgets.TextInput(label="New category", width=200)
         add = pn.widgets.Button(label="Add category", variant="outline")
@@ -457,7 +466,7 @@ class PopulationEditor(pn.viewable.Viewer):
             *rows,
             pn.Row(new_category, add, drop, remove, align="end"),
             pn.Row(normalize, remove_dim),
-            title=name,
+            title=html_text(name),
             sizing_mode="stretch_width",
         )
 
@@ -501,12 +510,12 @@ def _messages(message: str, notes: list[str]) -> pn.viewable.Viewable:
     """The validation message and share notes, or a line saying the spec is valid."""
     if not message and not notes:
         return pn.pane.Alert("The spec is valid.", alert_type="success")
-    lines = [f"- {note}" for note in notes] + ([f"**{message}**"] if message else [])
+    lines = [f"- {md(note)}" for note in notes] + ([f"**{md(message)}**"] if message else [])
     return pn.pane.Alert("\n".join(lines), alert_type="danger")
 
 
 def _action_note(message: str) -> pn.viewable.Viewable:
-    return pn.pane.Markdown(message, visible=bool(message))
+    return pn.pane.Markdown(md(message), visible=bool(message))
 
 
 def _editable_dimension(raw: Mapping[str, Any], source: str) -> dict[str, Any]:

@@ -40,6 +40,8 @@ from workbench.ui.results_data import (
     provenance,
     table_bytes,
 )
+from workbench.ui.safe_text import TextTable, html_text, md, md_lines
+from workbench.ui.workspace import inside, workspace_param
 from workbench.viz import plots
 
 __all__ = ["PAGE_SIZES", "ResultsExplorer"]
@@ -49,7 +51,13 @@ PAGE_SIZES = (10, 25, 50, 100)
 
 
 def _alert(text: str, kind: str = "warning") -> pn.pane.Alert:
-    return pn.pane.Alert(text, alert_type=kind, margin=(5, 10))
+    """A message as an alert; its text (run ids, errors, paths from the folder) escaped."""
+    return pn.pane.Alert(md(text), alert_type=kind, margin=(5, 10))
+
+
+def _row(bundles: pd.DataFrame, run_id: str | None) -> list[dict[str, Any]]:
+    """A bundle's row of a listing, as plain records (none when it is not listed)."""
+    return bundles[bundles["run_id"] == run_id].to_dict("records")
 
 
 # --------------------------------------------------------------------------- the component
@@ -65,7 +73,12 @@ class ResultsExplorer(pn.viewable.Viewer):
 
     results_dir = param.String(
         default="results",
-        doc="The folder whose sub-folders are the bundles listed (a run's --out folder).",
+        doc="The folder whose sub-folders are the bundles listed (a run's --out folder); "
+        "inside `workspace` when that is set.",
+    )
+    workspace = workspace_param()
+    problem = param.String(
+        default="", doc="Why results_dir is not listed (outside the workspace); '' when it is."
     )
     bundles = param.DataFrame(
         default=pd.DataFrame(columns=list(BUNDLE_COLUMNS)),
@@ -124,6 +137,11 @@ class ResultsExplorer(pn.viewable.Viewer):
         doc="What verify found for the chosen bundle (None until verify runs).",
     )
     verifying = param.Boolean(default=False, doc="Whether verify is running.")
+    reads = param.Integer(
+        default=0,
+        doc="How many times refresh() has read the folder: the chosen bundle's views redraw on "
+        "it (a live run moved on) even when the same bundle stays chosen.",
+    )
 
     def __init__(self, **params: Any) -> None:
         self._opened: dict[str, Bundle] = {}
@@ -139,24 +157,36 @@ class ResultsExplorer(pn.viewable.Viewer):
         chosen bundle when it is still there (else the newest) and reopens it (a live run)."""
         self._opened.clear()
         self._tables.clear()
-        rows, damaged = bundle_rows(self.results_dir)
+        try:
+            folder, problem = inside(self.workspace, self.results_dir, "results folder"), ""
+        except WorkbenchError as exc:  # listed as empty, with the reason
+            folder, problem = None, str(exc)
+        if folder is None:
+            rows, damaged = pd.DataFrame(columns=list(BUNDLE_COLUMNS)), {}
+        else:
+            rows, damaged = bundle_rows(folder)
         ids = list(rows["run_id"])
         names = {
             f"{r.run_id} ({r.status}, {r.model}, N={r.n_agents})": r.run_id
             for r in rows.itertuples()
         }
         keep = self.run_id if self.run_id in ids else (ids[-1] if ids else None)
+        moved = _row(self.bundles, keep) != _row(rows, keep)  # e.g. a live run's rounds
         # the table first: a drawn picker follows new choices at once, reading the table
-        self.param.update(bundles=rows, damaged=damaged)
+        self.param.update(bundles=rows, damaged=damaged, problem=problem)
         self.param.run_id.objects = names
-        self.param.compared.objects = ids
+        # the compare picker (Bokeh's MultiChoice) shows its labels as HTML: escaped
+        self.param.compared.objects = {html_text(i): i for i in ids}
         self.compared = [i for i in self.compared if i in ids]
-        if keep == self.run_id:
-            self.param.trigger("run_id")  # the same bundle, reopened: a live run moved on
-        else:
-            self.run_id = keep
+        # `reads` (never `param.trigger("run_id")`) redraws the same bundle's views when its
+        # listing moved: a trigger reached the empty Round / Group-by selects, which set their
+        # value again inside it, each time triggering themselves (a RecursionError in Panel's
+        # Select); and views drawn again for nothing replaced plots the browser was still
+        # laying out when the tab opened (a TypeError in Bokeh's layout)
+        same = keep == self.run_id
+        self.param.update(run_id=keep, reads=self.reads + 1 if same and moved else self.reads)
 
-    @param.depends("run_id", watch=True)
+    @param.depends("run_id", "reads", watch=True)
     def _chosen_changed(self) -> None:
         """A new bundle: its persona columns and rounds become the choices (`by` and `round`
         stay when it has them); the old report goes."""
@@ -180,15 +210,18 @@ class ResultsExplorer(pn.viewable.Viewer):
         self.param.update(by=by, round=number, report=None)
 
     def bundle(self) -> Bundle:
-        """The chosen bundle, opened once per refresh; BundleError when none is chosen."""
-        if self.run_id is None:
+        """The chosen bundle, opened once per refresh; BundleError when none is chosen (or the
+        listing no longer has it: a refresh sets the listing before the choice)."""
+        paths = self.bundles.loc[self.bundles["run_id"] == self.run_id, "path"]
+        if self.run_id is None or paths.empty:
             raise BundleError(self._nothing_message())
         if self.run_id not in self._opened:
-            path = self.bundles.loc[self.bundles["run_id"] == self.run_id, "path"].iloc[0]
-            self._opened[self.run_id] = Bundle.open(path)
+            self._opened[self.run_id] = Bundle.open(paths.iloc[0])
         return self._opened[self.run_id]
 
     def _nothing_message(self) -> str:
+        if self.problem:
+            return self.problem
         folder = Path(self.results_dir)
         if not folder.is_dir():
             return f"{folder}: no such folder; give results_dir a folder of bundles"
@@ -282,12 +315,13 @@ class ResultsExplorer(pn.viewable.Viewer):
         except WorkbenchError as exc:
             return _alert(str(exc), kind)
 
-    @param.depends("bundles", "damaged", "run_id")
+    @param.depends("bundles", "damaged", "run_id", "reads", "problem")
     def status_view(self) -> pn.Column:
-        """The folder's messages (no bundles, damaged ones) and the chosen bundle's status."""
+        """The folder's messages (refused, no bundles, damaged ones) and the chosen bundle's
+        status."""
         parts: list[Any] = []
         if self.bundles.empty:
-            parts.append(_alert(self._nothing_message(), "info"))
+            parts.append(_alert(self._nothing_message(), "danger" if self.problem else "info"))
         for name, why in self.damaged.items():
             parts.append(_alert(f"{name}: not readable as a bundle: {why}", "danger"))
         if self.run_id is not None:
@@ -298,7 +332,8 @@ class ResultsExplorer(pn.viewable.Viewer):
         bundle = self.bundle()
         status = bundle.status  # the one status: a run whose writer is gone reads dead
         if status == "complete":
-            return pn.pane.Markdown(f"**{bundle.run_id}**: complete, {bundle.rounds_count} rounds")
+            summary = f"**{md(bundle.run_id)}**: complete, {bundle.rounds_count} rounds"
+            return pn.pane.Markdown(summary)
         why = f": {bundle.error}" if bundle.error else ""
         if status == "dead":
             why = ": its writer stopped before it finished; resume it with "
@@ -308,17 +343,17 @@ class ResultsExplorer(pn.viewable.Viewer):
     def _plot_pane(self, draw: Callable[[], Any]) -> Any:
         return self._guarded(lambda: pn.pane.HoloViews(draw(), sizing_mode="stretch_width"))
 
-    @param.depends("run_id", "round")
+    @param.depends("run_id", "reads", "round")
     def histogram_view(self) -> Any:
         """The histogram pane, or why there is none."""
         return self._plot_pane(self.histogram_plot)
 
-    @param.depends("run_id", "round", "by", "kind")
+    @param.depends("run_id", "reads", "round", "by", "kind")
     def distribution_view(self) -> Any:
         """The distribution pane, or why there is none."""
         return self._plot_pane(self.distribution_plot)
 
-    @param.depends("run_id", "by", "trajectories_by_group")
+    @param.depends("run_id", "reads", "by", "trajectories_by_group")
     def trajectories_view(self) -> Any:
         """The trajectories pane, or why there is none."""
         return self._plot_pane(self.trajectories_plot)
@@ -340,7 +375,7 @@ class ResultsExplorer(pn.viewable.Viewer):
 
         return self._guarded(draw, "info")
 
-    @param.depends("run_id")
+    @param.depends("run_id", "reads")
     def provenance_view(self) -> Any:
         """The provenance table and the config, or why there are none."""
 
@@ -354,16 +389,16 @@ class ResultsExplorer(pn.viewable.Viewer):
 
         return self._guarded(draw)
 
-    def _table_or_empty(self, run_id: str | None, name: str) -> pd.DataFrame:
+    def _table_or_empty(self, run_id: str | None, name: str, _reads: int = 0) -> pd.DataFrame:
         try:
             return self.table_frame(name)
         except WorkbenchError:
             return pd.DataFrame()
 
-    def _table_unreadable(self, run_id: str | None, name: str) -> bool:
+    def _table_unreadable(self, run_id: str | None, name: str, _reads: int = 0) -> bool:
         return self._table_or_empty(run_id, name).empty
 
-    @param.depends("run_id", "table")
+    @param.depends("run_id", "reads", "table")
     def table_message(self) -> Any:
         """Why the chosen table cannot be read (nothing when it can)."""
 
@@ -380,9 +415,7 @@ class ResultsExplorer(pn.viewable.Viewer):
         if self.report is None:
             return None
         kind = "success" if self.report.ok else "danger"
-        return pn.pane.Alert(
-            str(self.report).replace("\n", "\n\n"), alert_type=kind, margin=(5, 10)
-        )
+        return pn.pane.Alert(md_lines(self.report), alert_type=kind, margin=(5, 10))
 
     def __panel__(self) -> pn.viewable.Viewable:
         refresh = pn.widgets.Button(label="Refresh", variant="outline")
@@ -395,7 +428,7 @@ class ResultsExplorer(pn.viewable.Viewer):
                 refresh,
             ),
             pn.widgets.Select.from_param(self.param.run_id, label="Bundle"),
-            pn.widgets.Tabulator(
+            TextTable(
                 self.param.bundles,
                 pagination="remote",
                 page_size=10,
@@ -434,7 +467,9 @@ class ResultsExplorer(pn.viewable.Viewer):
                 filename=self.file_name(fmt),
                 label=fmt.upper(),
                 variant="outline",
-                disabled=pn.bind(self._table_unreadable, self.param.run_id, self.param.table),
+                disabled=pn.bind(
+                    self._table_unreadable, self.param.run_id, self.param.table, self.param.reads
+                ),
             )
             download.callback = partial(self._send, download, fmt)
             downloads.append(download)
@@ -445,8 +480,10 @@ class ResultsExplorer(pn.viewable.Viewer):
                 *downloads,
             ),
             pn.panel(self.table_message),
-            pn.widgets.Tabulator(
-                pn.bind(self._table_or_empty, self.param.run_id, self.param.table),
+            TextTable(
+                pn.bind(
+                    self._table_or_empty, self.param.run_id, self.param.table, self.param.reads
+                ),
                 pagination="remote",
                 page_size=self.param.page_size,
                 disabled=True,

@@ -48,6 +48,7 @@ from workbench.ui.run_tables import (
     round_table,
     shard_table,
 )
+from workbench.ui.safe_text import TextTable, md
 from workbench.viz import plots
 
 __all__ = ["CSS", "LaunchSettings", "RunLauncher", "quickstart_population"]
@@ -368,18 +369,12 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             ),
             pn.bind(_error_alert, self.param.error, self.param.status),
             pn.pane.Markdown("### Shards"),
-            pn.widgets.Tabulator.from_param(
-                self.param.shards, css_classes=[CSS["shards"]], **table
-            ),
+            TextTable.from_param(self.param.shards, css_classes=[CSS["shards"]], **table),
             pn.pane.Markdown("### Rounds"),
-            pn.widgets.Tabulator.from_param(
-                self.param.round_stats, css_classes=[CSS["rounds"]], **table
-            ),
+            TextTable.from_param(self.param.round_stats, css_classes=[CSS["rounds"]], **table),
             pn.bind(self._result_view, self.param.finished_bundle, self.param.plot_by),
             pn.pane.Markdown("### Recent launches"),
-            pn.widgets.Tabulator.from_param(
-                self.param.recent, css_classes=[CSS["launches"]], **table
-            ),
+            TextTable.from_param(self.param.recent, css_classes=[CSS["launches"]], **table),
             css_classes=[CSS["launcher"]],
         )
 
@@ -393,8 +388,8 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
     def _status_line(status: str, done: int, total: int, bundle: str | None) -> str:
         if not status:
             return "no run followed"
-        where = f" · bundle `{bundle}`" if bundle else ""
-        return f"**{status}** · rounds {done} / {total}{where}"
+        where = f" · bundle {md(bundle)}" if bundle else ""
+        return f"**{md(status)}** · rounds {done} / {total}{where}"
 
     def _result_view(self, bundle: str | None, by: str) -> pn.viewable.Viewable:
         """The completed run's histogram and its guesses by `by` (or, when its population
@@ -407,7 +402,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             names = [d.name for d in getattr(population, "dimensions", [])]
             column = by if by in names else (names[0] if names else None)
             if column is not None:
-                parts.append(pn.pane.Markdown(f"Guesses by **{column}**"))
+                parts.append(pn.pane.Markdown(f"Guesses by **{md(column)}**"))
                 parts.append(pn.pane.HoloViews(plots.distribution(bundle, column, kind="heatmap")))
         except WorkbenchError as exc:
             return _alert(_error_text(exc), True, CSS["result"])
@@ -429,7 +424,7 @@ def _check(config: RunConfig) -> tuple[bool, str]:
 
 def _alert(text: str, failed: bool, css: str) -> pn.viewable.Viewable:
     return pn.pane.Alert(
-        text or "-",
+        md(text) or "-",
         alert_type="danger" if failed else "info",
         visible=bool(text),
         css_classes=[css],
@@ -439,7 +434,7 @@ def _alert(text: str, failed: bool, css: str) -> pn.viewable.Viewable:
 def _error_alert(error: str, status: str) -> pn.viewable.Viewable:
     shown = bool(error) and status in ("failed", "cancelled", "dead")
     return pn.pane.Alert(
-        f"{status}: {error}" if shown else "-",
+        md(f"{status}: {error}") if shown else "-",
         alert_type="warning" if status == "cancelled" else "danger",
         visible=shown,
         css_classes=[CSS["error"]],

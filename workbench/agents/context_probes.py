@@ -1,0 +1,87 @@
+"""The longest prompts a run can send, built before it starts, so a model can say they cannot fit.
+
+A prompt grows each round: the winning numbers so far and the agent's own earlier numbers join
+it. Before a run writes anything, `probe_requests` builds, with `LLMPolicy.requests` itself, the
+prompts of the agents with the longest persona texts (per model of a mix): in round 1, and in
+the last round with a history of the longest numbers the game can produce, or of invalid rounds
+("no valid number"), whichever tokenizes longer; and, when the policy makes the extraction call,
+that call over an answer of `max_tokens` numbers. Numbers are written with two decimals at
+most (`format_number`), so the longest has the most integer digits, a sign and two decimals.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from workbench.agents.policies import LLMPolicy
+from workbench.agents.shard import AgentShard, RoundContext
+from workbench.config import GameSpec, LLMPolicySpec, RunConfig
+from workbench.game.prompts import format_number
+from workbench.llm.base import ChatModel, ChatRequest, SamplingParams
+
+__all__ = ["longest_number", "probe_requests"]
+
+LONGEST_PERSONAS = 3
+"""Agents probed per model: those with the longest persona texts (characters are a close, not
+exact, measure of tokens)."""
+
+
+def longest_number(game: GameSpec) -> float:
+    """A number as long as any guess or target of `game` can be written: the largest magnitude
+    a guess (within [low, high]) or a target (offset + ratio x a mean) reaches, with a sign
+    when one is possible, and two decimals."""
+    ends = [game.low, game.high, game.offset + game.ratio * game.low]
+    ends.append(game.offset + game.ratio * game.high)
+    magnitude = math.floor(max(abs(x) for x in ends)) + 0.67
+    return -magnitude if min(ends) < 0 else magnitude
+
+
+def probe_requests(
+    config: RunConfig,
+    personas: pd.DataFrame,
+    params: SamplingParams,
+    population_note: str | None = None,
+) -> list[ChatRequest]:
+    """The run's worst-case chats (see the module); none for a policy that asks no model."""
+    if not isinstance(config.policy, LLMPolicySpec):
+        return []
+    game = config.game
+    policy = LLMPolicy(_NoModel(), params, extract_number=config.policy.extract_number)
+    shard = AgentShard(0, _longest_personas(personas), game.rounds)
+    first = RoundContext(1, config.seed, game, config.n_agents, (), population_note)
+    requests = policy.requests(shard, first)
+    last = game.rounds
+    for fill in (longest_number(game), math.nan):
+        shard.guesses[:, :] = fill
+        history = (fill,) * (last - 1)
+        ctx = RoundContext(last, config.seed, game, config.n_agents, history, population_note)
+        requests += policy.requests(shard, ctx)
+    if policy.extract_number != "never":
+        answer = " ".join([format_number(longest_number(game))] * params.max_tokens)
+        requests += [policy.extraction_request(r, answer, first) for r in requests]
+    return requests
+
+
+def _longest_personas(personas: pd.DataFrame) -> pd.DataFrame:
+    """The agents with the longest persona texts, LONGEST_PERSONAS per model of a mix."""
+    if "persona" not in personas:
+        return personas.head(1)
+    lengths = pd.DataFrame(
+        {
+            "length": personas["persona"].astype(str).str.len().to_numpy(),
+            "model": personas["model"].astype(str).to_numpy() if "model" in personas else "",
+        }
+    )
+    longest = lengths.sort_values("length", ascending=False, kind="stable")
+    rows = longest.groupby("model", sort=False).head(LONGEST_PERSONAS).index
+    return personas.iloc[sorted(rows)]
+
+
+class _NoModel(ChatModel):
+    """Stands for the model while prompts are only built (nothing is ever asked)."""
+
+    @property
+    def identity(self) -> dict[str, str]:
+        return {"engine": "none"}
