@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from workbench._net import DASHBOARD_TOKEN_ENV, SERVE_API_KEY_ENV
+from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
 
 KEY_GRANTS_ENV = "WORKBENCH_ALLOW_KEY_ENV"
 """The dashboard's --allow-key-env from the environment (space-separated grants), for the
@@ -100,6 +101,19 @@ def dashboard_command(
             "their API key, and the hosts it may go to (repeat; none by default)",
         ),
     ] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            help="the one folder the page may read and write (YAML load and save, results "
+            "folders, replay bundles); default: the results folder"
+        ),
+    ] = None,
+    max_live_runs: Annotated[
+        int, typer.Option(min=1, help="runs launched from the page that may run at once")
+    ] = MAX_LIVE_LAUNCHES,
+    max_agent_rounds: Annotated[
+        int, typer.Option(min=1, help="the most agents x rounds one launched run may play")
+    ] = MAX_AGENT_ROUNDS,
     show: Annotated[bool, typer.Option(help="open a browser tab")] = False,
 ) -> None:
     """Serve the workbench (population, personas, runs, results, cluster) and print its URL,
@@ -138,5 +152,8 @@ def dashboard_command(
         prefix=prefix,
         access=access,
         unix_socket=str(unix_socket) if unix_socket else None,
+        workspace=workspace,
+        max_live_runs=max_live_runs,
+        max_agent_rounds=max_agent_rounds,
         show=show,
     )

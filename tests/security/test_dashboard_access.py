@@ -167,6 +167,9 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
         (["--address", "10.1.2.3", "--no-auth"], "--no-auth"),
         (["--token", "short"], "--token"),
         (["--unix-socket", "/tmp/x.sock", "--no-auth"], "--unix-socket"),
+        (["--allow-key-env", "OPENAI_API_KEY"], "--allow-key-env"),
+        (["--allow-key-env", "KEY=https://host/v1"], "--allow-key-env"),
+        (["--workspace", "/usr/share"], "--results"),
     ],
 )
 def test_unsafe_options_are_refused_in_one_line(

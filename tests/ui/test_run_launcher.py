@@ -26,7 +26,7 @@ from workbench._processes import process_alive
 from workbench.config import PopulationSpec, load_run_config
 from workbench.results import Bundle
 from workbench.runs.records import LAUNCHES_DIR
-from workbench.runs.status import launches
+from workbench.runs.status import launches, wait_for
 from workbench.ui import PopulationEditor
 from workbench.ui.run_launcher import CSS, RunLauncher, quickstart_population
 
@@ -138,6 +138,22 @@ def test_bad_settings_show_the_clis_message_and_start_nothing(results: Path) -> 
     assert asyncio.run(launcher.arun()) is None
     assert "kind openai needs base_urls" in launcher.message
     assert not (results / LAUNCHES_DIR).exists()
+
+
+def test_the_owners_limits_refuse_a_launch_before_anything_starts(results: Path) -> None:
+    """A page asking for more agent-rounds than the dashboard's owner allows is refused with
+    the option that raises the limit; within it the same settings launch."""
+    launcher = RunLauncher(
+        results_dir=str(results), policy="random", n_agents=20, rounds=3, max_agent_rounds=59
+    )
+    assert launcher.run() is None
+    assert "20 x 3 = 60 agent-rounds is over" in launcher.message
+    assert "--max-agent-rounds" in launcher.message and launcher.message_failed
+    assert not (results / LAUNCHES_DIR).exists()
+    launcher.max_agent_rounds = 60
+    record = launcher.run()
+    assert record is not None, launcher.message
+    assert wait_for(results, record.launch_id, timeout_s=120).status == "complete"
 
 
 def test_an_unreachable_endpoint_shows_before_anything_starts(results: Path) -> None:

@@ -35,6 +35,7 @@ from workbench.config import LLMPolicySpec, RunConfig, save_yaml, validate
 from workbench.errors import ConfigError
 from workbench.llm import model_for
 from workbench.results import new_run_id
+from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
 from workbench.runs.records import CONFIG_FILE, EXIT_FILE, LAUNCHES_DIR, LOG_FILE, Launch
 from workbench.runtime.simulation import Simulation
 
@@ -48,10 +49,6 @@ __all__ = [
     "validate_launch",
 ]
 
-MAX_LIVE_LAUNCHES = 2
-"""Default cap on launches running at once in one results folder (`launch(max_live=...)`)."""
-MAX_AGENT_ROUNDS = 10_000_000
-"""Default cap on n_agents x game.rounds of one launch (`launch(max_agent_rounds=...)`)."""
 
 T = TypeVar("T")
 
@@ -107,8 +104,8 @@ def check_limits(
         raise ConfigError(
             f"n_agents x game.rounds: {config.n_agents:,} x {config.game.rounds:,} = {size:,} "
             f"agent-rounds is over this launcher's limit of {max_agent_rounds:,}; lower "
-            "n_agents or game.rounds, or have the owner raise the limit (launch(..., "
-            "max_agent_rounds=N)), or run it from a shell with `workbench run`"
+            "n_agents or game.rounds, or have the owner raise the limit (`workbench dashboard "
+            "--max-agent-rounds N`, `launch(..., max_agent_rounds=N)`), or run it from a shell with `workbench run`"
         )
     live = live_launches(results_dir)
     if len(live) >= max_live:
@@ -116,7 +113,7 @@ def check_limits(
         raise ConfigError(
             f"launches: {len(live)} runs are already running in {results_dir} ({names}), the "
             f"limit is {max_live}; wait for one to end or cancel it, or have the owner raise "
-            "the limit (launch(..., max_live=N))"
+            "the limit (`workbench dashboard --max-live-runs N`, `launch(..., max_live=N)`)"
         )
 
 

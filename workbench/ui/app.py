@@ -19,6 +19,7 @@ import param
 
 from workbench.config import PopulationSpec
 from workbench.results import Bundle
+from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
 from workbench.ui.access import Access, auth_provider, guard, new_token
 from workbench.ui.cluster_monitor import ClusterMonitor
 from workbench.ui.offline import cdn_static_dirs
@@ -62,6 +63,12 @@ class WorkbenchApp(pn.viewable.Viewer):
         doc="the one folder the page may read and write (YAML load and save, results folders, "
         "replay bundles); None: the results folder itself, the one folder the owner named",
     )
+    max_live_runs = param.Integer(
+        MAX_LIVE_LAUNCHES, bounds=(1, None), doc="runs launched here that may run at once"
+    )
+    max_agent_rounds = param.Integer(
+        MAX_AGENT_ROUNDS, bounds=(1, None), doc="the most agents x rounds of one launched run"
+    )
     tab = param.Selector(objects=list(TABS), default=TABS[0], doc="the tab shown first")
 
     def __init__(self, **params: Any) -> None:
@@ -75,6 +82,8 @@ class WorkbenchApp(pn.viewable.Viewer):
             results_dir=results,
             ray_address=self.ray_address,
             workspace=workspace,
+            max_live_runs=self.max_live_runs,
+            max_agent_rounds=self.max_agent_rounds,
         )
         self.explorer = ResultsExplorer(results_dir=results, workspace=workspace)
         self.monitor = ClusterMonitor(
@@ -139,11 +148,15 @@ def serve(
     prefix: str = "",
     access: Access | None = None,
     unix_socket: str | None = None,
+    workspace: str | Path | None = None,
+    max_live_runs: int = MAX_LIVE_LAUNCHES,
+    max_agent_rounds: int = MAX_AGENT_ROUNDS,
     show: bool = False,
 ) -> None:
     """Serve the app until interrupted; prints its URL first (with the token in token mode).
 
-    Each browser session gets its own `WorkbenchApp` over the same results folder; with
+    Each browser session gets its own `WorkbenchApp` over the same results folder, inside
+    `workspace` (default: the results folder), launching under the owner's limits; with
     `ray_address` this process joins that Ray cluster first (a ConfigError when it does not
     answer), for the monitor and for the Ray runs launched here. Every request passes
     `access`'s gate (token, Host, Origin; see `workbench.ui.access`); Bokeh sessions are signed
@@ -152,10 +165,13 @@ def serve(
     """
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     access = access or Access.for_server("token", token=new_token(), address=address, port=port)
-    results = str(Path(results_dir))
+    folder, root = dashboard_folders(results_dir, workspace)  # refused here, before serving
+    results, work = str(folder), str(root)
+    limits = {"max_live_runs": max_live_runs, "max_agent_rounds": max_agent_rounds}
 
     def page() -> pn.viewable.Viewable:
-        return WorkbenchApp(results_dir=results, ray_address=ray_address).__panel__()
+        app = WorkbenchApp(results_dir=results, workspace=work, ray_address=ray_address, **limits)
+        return app.__panel__()
 
     if ray_address:  # joined here, on the main thread: Ray's driver set-up wants it there
         from workbench.runs.cluster import connect

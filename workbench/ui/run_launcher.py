@@ -31,6 +31,7 @@ from workbench.results.layout import MANIFEST
 from workbench.runs.cancelling import cancel
 from workbench.runs.follower import RunFollower
 from workbench.runs.launcher import check_model, launch
+from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
 from workbench.runs.records import Launch
 from workbench.runs.status import (
     LaunchState,
@@ -95,6 +96,16 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         1.0, bounds=(0.1, 60), doc="seconds between progress refreshes when served"
     )
     recent_limit = param.Integer(10, bounds=(1, 200), doc="launches listed in the recent table")
+    max_live_runs = param.Integer(
+        MAX_LIVE_LAUNCHES,
+        bounds=(1, None),
+        doc="runs launched from this results folder that may run at once (the owner's limit)",
+    )
+    max_agent_rounds = param.Integer(
+        MAX_AGENT_ROUNDS,
+        bounds=(1, None),
+        doc="the most agents x rounds one launched run may play (the owner's limit)",
+    )
     on_finished = param.Callable(
         None,
         allow_None=True,
@@ -171,7 +182,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             return None
         self.busy = True
         try:
-            result: Launch | BaseException = launch(config, self.results_dir)
+            result: Launch | BaseException = self._start_launch(config)
         except PAGE_ERRORS as exc:
             result = exc
         finally:
@@ -186,14 +197,21 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         self.busy = True
         self._say("checking the model and starting the run ...", False)
         try:
-            result: Launch | BaseException = await asyncio.to_thread(
-                launch, config, self.results_dir
-            )
+            result: Launch | BaseException = await asyncio.to_thread(self._start_launch, config)
         except PAGE_ERRORS as exc:
             result = exc
         finally:
             self.busy = False
         return self._started(result)
+
+    def _start_launch(self, config: RunConfig) -> Launch:
+        """Start `config` as a detached run under the owner's limits."""
+        return launch(
+            config,
+            self.results_dir,
+            max_live=self.max_live_runs,
+            max_agent_rounds=self.max_agent_rounds,
+        )
 
     def check(self) -> bool:
         """Check the model as a run would (blocking); the verdict in `check_message`."""
