@@ -105,7 +105,8 @@ def check_limits(
             f"n_agents x game.rounds: {config.n_agents:,} x {config.game.rounds:,} = {size:,} "
             f"agent-rounds is over this launcher's limit of {max_agent_rounds:,}; lower "
             "n_agents or game.rounds, or have the owner raise the limit (`workbench dashboard "
-            "--max-agent-rounds N`, `launch(..., max_agent_rounds=N)`), or run it from a shell with `workbench run`"
+            "--max-agent-rounds N`, `launch(..., max_agent_rounds=N)`), or run it from a "
+            "shell with `workbench run`"
         )
     live = live_launches(results_dir)
     if len(live) >= max_live:
