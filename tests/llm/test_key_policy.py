@@ -42,6 +42,9 @@ def seen_keys(server: FakeServer) -> list[str]:
 
 def test_parse_and_env_round_trip() -> None:
     policy = KeyPolicy.parse(["A_KEY=Host-1:8000,host2", "A_KEY=host3", "B=10.0.0.5"])
+    environ: dict[str, str] = {}
+    policy.install(environ)
+    assert environ == {POLICY_ENV: policy.to_env()}
     assert policy.grants == {
         "A_KEY": frozenset({"host-1:8000", "host2", "host3"}),
         "B": frozenset({"10.0.0.5"}),
@@ -79,9 +82,10 @@ def test_cli_users_own_config_sends_its_key(secret_env: None) -> None:
     ],
 )
 def test_policy_refuses_before_anything_is_sent(
-    secret_env: None, grants: list[str], needle: str
+    secret_env: None, monkeypatch: pytest.MonkeyPatch, grants: list[str], needle: str
 ) -> None:
-    KeyPolicy.parse(grants).install()
+    KeyPolicy.parse(grants).install(environ := {})
+    monkeypatch.setenv(POLICY_ENV, environ[POLICY_ENV])  # undone after the test
     with FakeServer() as server:
         with pytest.raises(ConfigError, match="--allow-key-env") as info:
             make_model(spec(server.url))
@@ -91,10 +95,13 @@ def test_policy_refuses_before_anything_is_sent(
 
 
 @pytest.mark.parametrize("grant", ["127.0.0.1", "127.0.0.1:{port}"])
-def test_policy_sends_a_granted_key_to_its_host(secret_env: None, grant: str) -> None:
+def test_policy_sends_a_granted_key_to_its_host(
+    secret_env: None, monkeypatch: pytest.MonkeyPatch, grant: str
+) -> None:
     with FakeServer() as server:
         port = endpoint_host(server.url)[1].rsplit(":", 1)[1]
-        KeyPolicy.parse([f"{VARIABLE}={grant.format(port=port)}"]).install()
+        policy = KeyPolicy.parse([f"{VARIABLE}={grant.format(port=port)}"])
+        monkeypatch.setenv(POLICY_ENV, policy.to_env())
         asyncio.run(make_model(spec(server.url)).check())
     assert f"Bearer {SECRET}" in seen_keys(server)
 

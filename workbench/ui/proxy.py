@@ -6,10 +6,10 @@ request under `{base_url}workbench/`, runs `workbench dashboard` on a private Un
 its prefix. No TCP port exists, so the only way in is through the Jupyter server, whose login
 is the authentication; the dashboard still checks Origin, strips the Jupyter login cookie and
 other credentials from every request, and is started without Jupyter's tokens in its
-environment (`env -u`, so not even /proc/PID/environ holds them). The dashboard serves under its
-prefix, so requests are passed on with their absolute path (`absolute_url: True`), as
-holoviz/jupyter-panel-proxy does for `panel serve --prefix`. The tile opens in a JupyterLab tab
-(`new_browser_tab: False`).
+environment (`env -u`, so not even the environment the kernel shows for it holds them). The
+dashboard serves under its prefix, so requests are passed on with their absolute path
+(`absolute_url: True`), as holoviz/jupyter-panel-proxy does for `panel serve --prefix`. The
+tile opens in a JupyterLab tab (`new_browser_tab: False`).
 """
 
 from __future__ import annotations
