@@ -1,12 +1,39 @@
 """Attacks on a served dashboard: its Bokeh session token, websockets opened with the Bokeh
-subprotocol (refused or not), their first message (websocket-client)."""
+subprotocol (refused or not), their first message (websocket-client); a launch record planted
+in a results folder."""
 
 from __future__ import annotations
 
+import json
 import re
+import socket
+import sys
+from pathlib import Path
 
 import pytest
 import websocket
+
+
+def plant_launch(bundle: Path, pid: int, rounds: int = 2) -> Path:
+    """A `launch.json` (and the bundle's config beside it) under `bundle`'s results folder, as
+    someone who can write that folder would leave one: it names `pid` on this host; returns the
+    launch folder."""
+    folder = bundle.parent / ".launches" / bundle.name
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text((bundle / "config.yaml").read_text())
+    record = {
+        "launch_id": bundle.name,
+        "pid": pid,
+        "host": socket.gethostname(),
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "config": str(folder / "config.yaml"),
+        "log": str(folder / "run.log"),
+        "command": [sys.executable, "-m", "workbench.cli", "run"],
+        "name": bundle.name,
+        "rounds": rounds,
+    }
+    (folder / "launch.json").write_text(json.dumps(record), encoding="utf-8")
+    return folder
 
 
 def session_token(page: str) -> str:

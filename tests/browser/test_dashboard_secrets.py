@@ -7,15 +7,13 @@ whose owner granted the variable for that host sends it on Check."""
 
 from __future__ import annotations
 
-import json
 import os
-import socket
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from attacks import plant_launch
 from browser_pages import Watched, deep_text
 from dashboard_pages import choose, fill, run_tab
 from fake_openai import FakeServer
@@ -24,7 +22,6 @@ from served import Served, start_dashboard_process
 
 from workbench.config import RunConfig
 from workbench.results import BundleWriter
-from workbench.runs.records import LAUNCHES_DIR
 
 SECRET_VAR = "WB_TEST_DASHBOARD_SECRET"
 SECRET = "sk-dashboard-secret-never-sent-42"
@@ -36,21 +33,7 @@ def plant_running_bundle(results: Path, config: RunConfig) -> BundleWriter:
     """A bundle that reads running (this test process holds its writer lock) with a launch
     record naming it, as an attacker who can write the results folder would leave one."""
     writer = BundleWriter(results, config, run_id="planted-run").__enter__()
-    folder = results / LAUNCHES_DIR / "planted-run"
-    folder.mkdir(parents=True)
-    (folder / "config.yaml").write_text((writer.path / "config.yaml").read_text())
-    record = {
-        "launch_id": "planted-run",
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "started_at": "2026-01-01T00:00:00+00:00",
-        "config": str(folder / "config.yaml"),
-        "log": str(folder / "run.log"),
-        "command": [sys.executable, "-m", "workbench.cli", "run"],
-        "name": config.name,
-        "rounds": 2,
-    }
-    (folder / "launch.json").write_text(json.dumps(record), encoding="utf-8")
+    plant_launch(writer.path, os.getpid())
     return writer
 
 

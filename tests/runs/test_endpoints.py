@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from attacks import plant_launch
 from fake_openai import FakeServer, completion
 
 from workbench.config import RunConfig
@@ -26,7 +26,6 @@ from workbench.results import BundleWriter
 from workbench.runs.cancelling import cancel
 from workbench.runs.endpoints import ENDPOINT_COLUMNS, endpoints
 from workbench.runs.launcher import launch
-from workbench.runs.records import LAUNCHES_DIR
 from workbench.runs.status import launch_state
 
 SECRET_VAR = "WB_TEST_ENDPOINT_SECRET"
@@ -54,21 +53,7 @@ def test_a_planted_running_bundle_gets_no_request_at_all(
         config = _openai(make_config, server.url)
         with BundleWriter(results, config, run_id="planted-run") as writer:
             # reads "running" (its writer, this process, lives) and even has a launch record
-            folder = results / LAUNCHES_DIR / "planted-run"
-            folder.mkdir(parents=True)
-            (folder / "config.yaml").write_text((writer.path / "config.yaml").read_text())
-            record = {
-                "launch_id": "planted-run",
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-                "started_at": "2026-01-01T00:00:00+00:00",
-                "config": str(folder / "config.yaml"),
-                "log": str(folder / "run.log"),
-                "command": [sys.executable, "-m", "workbench.cli", "run"],
-                "name": config.name,
-                "rounds": 2,
-            }
-            (folder / "launch.json").write_text(json.dumps(record), encoding="utf-8")
+            plant_launch(writer.path, os.getpid())
 
             frame = endpoints(results, timeout_s=2.0)
             assert list(frame.columns) == list(ENDPOINT_COLUMNS) and frame.empty
