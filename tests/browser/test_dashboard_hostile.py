@@ -99,7 +99,10 @@ BOKEH_LAYOUT_ERROR = "Cannot read properties of undefined (reading 'top_panel')"
 `_measure_layout`), on main before this test too; the next test keeps it in sight."""
 
 
-@pytest.mark.xfail(strict=True, reason="Bokeh's layout error when the Results tab opens")
+@pytest.mark.xfail(
+    strict=False,  # a layout race: a machine of another speed may miss it, and say XPASS
+    reason="Bokeh's layout error when the Results tab opens (issue 20's Results-tab errors)",
+)
 def test_opening_the_results_tab_raises_no_page_error(watched: Watched, dashboard: Served) -> None:
     watched.open(dashboard.url)
     watched.page.get_by_role("tab", name="Results").click()
