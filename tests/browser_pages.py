@@ -61,17 +61,40 @@ class Watched:
         self.messages: list[tuple[str, str]] = []
         page.on("console", lambda m: self.messages.append((m.type, m.text)))
         page.on("pageerror", lambda e: self.messages.append(("pageerror", str(e))))
-        page.on("requestfailed", lambda r: self.messages.append(("requestfailed", r.url)))
+        page.on(
+            "requestfailed",
+            lambda r: self.messages.append(("requestfailed", f"{r.url} ({r.failure})")),
+        )
         page.set_default_timeout(ACTION_TIMEOUT_MS)
+
+    def _navigate(self, go: Callable[[], object]) -> None:
+        """Navigate with `go`. The old page's requests still in flight (a font, a stylesheet)
+        are aborted by the navigation itself (net::ERR_ABORTED): no error of either page, so
+        those are dropped; any other failure stays."""
+        start = len(self.messages)
+        go()
+        self.messages[start:] = [
+            (kind, text)
+            for kind, text in self.messages[start:]
+            if not (kind == "requestfailed" and "net::ERR_ABORTED" in text)
+        ]
 
     def open(self, url: str) -> None:
         """Go to `url` and wait until its document has come over the websocket."""
         start = len(self.messages)
-        self.page.goto(url, timeout=RENDER_TIMEOUT_MS, wait_until="domcontentloaded")
+        self._navigate(
+            lambda: self.page.goto(url, timeout=RENDER_TIMEOUT_MS, wait_until="domcontentloaded")
+        )
         deadline = time.monotonic() + RENDER_TIMEOUT_MS / 1000
         while not any(OPEN in text for _, text in self.messages[start:]):
             assert time.monotonic() < deadline, f"{url}: no websocket; console: {self.messages}"
             self.page.wait_for_timeout(200)
+
+    def reload(self) -> None:
+        """Reload the page (requests the navigation aborts are dropped, as in `open`)."""
+        self._navigate(
+            lambda: self.page.reload(timeout=RENDER_TIMEOUT_MS, wait_until="domcontentloaded")
+        )
 
     def errors(self) -> list[tuple[str, str]]:
         """The console errors and page errors so far."""

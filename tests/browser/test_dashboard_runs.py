@@ -110,7 +110,7 @@ def test_a_reloaded_page_still_shows_the_run_and_a_killed_run_reads_dead(
     launcher.locator(".wb-launcher-run").get_by_role("button").click()
     watched.until(lambda: "running" in status_text(launcher), "the run to start",
                   RUN_TIMEOUT_MS)  # fmt: skip
-    watched.page.reload()  # the run goes on; the reopened page re-attaches from its events
+    watched.reload()  # the run goes on; the reopened page re-attaches from its events
     launcher = run_tab(watched, dashboard)
     watched.until(lambda: "running" in status_text(launcher), "the reopened page's run")
     rounds = launcher.locator(".wb-launcher-rounds .tabulator-row")
