@@ -13,6 +13,21 @@ import pytest
 
 TIMEOUT_S = 120
 
+SLOW_RUN_YAML = """\
+name: slow
+seed: 5
+n_agents: 20
+population:
+  name: tiny
+  dimensions:
+    - name: gender
+      shares: {male: 1/2, female: 1/2}
+game: {rounds: 6}
+policy: {kind: random, latency_s: 1.0}
+"""
+"""A run that takes about a second a round with no model (6 rounds of 20 random agents), for
+tests that kill, cancel or follow a `workbench run` while it plays."""
+
 
 def workbench(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     """Run `python -m workbench.cli ARGS` in `cwd` and capture its output."""

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_helpers import SLOW_RUN_YAML
 
 from workbench.results import Bundle, verify_bundle
 from workbench.results.layout import LOCK_FILE
@@ -29,24 +30,11 @@ START_TIMEOUT_S = 60.0
 """Longest wait for the first round to be recorded (the subprocess pays seconds of imports)."""
 EXIT_TIMEOUT_S = 10.0
 
-SLOW_CONFIG = """\
-name: slow
-seed: 5
-n_agents: 20
-population:
-  name: tiny
-  dimensions:
-    - name: gender
-      shares: {male: 1/2, female: 1/2}
-game: {rounds: 6}
-policy: {kind: random, latency_s: 1.0}
-"""
-
 
 def start_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
     """Start `workbench run` on the slow config; returns the process and its --out dir."""
     config = tmp_path / "slow.yaml"
-    config.write_text(SLOW_CONFIG, encoding="utf-8")
+    config.write_text(SLOW_RUN_YAML, encoding="utf-8")
     out = tmp_path / "out"
     args = [sys.executable, "-m", "workbench.cli", "run", str(config), "--out", str(out)]
     # A child inherits an ignored SIGINT (as under nohup or a non-interactive shell's `&`) and

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_helpers import workbench
+from cli_helpers import SLOW_RUN_YAML, workbench
 
 from workbench.results import Bundle, list_bundles, run_status
 from workbench.runs.follower import follow, run_state
@@ -28,19 +28,6 @@ pytestmark = [
     pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals and /proc"),
 ]
 
-SLOW = """\
-name: slow
-seed: 5
-n_agents: 20
-population:
-  name: tiny
-  dimensions:
-    - name: gender
-      shares: {male: 1/2, female: 1/2}
-game: {rounds: 6}
-policy: {kind: random, latency_s: 1.0}
-"""
-
 
 def _rounds(bundle: Path) -> int:
     try:
@@ -51,7 +38,7 @@ def _rounds(bundle: Path) -> int:
 
 def test_a_sigkilled_run_reads_dead_everywhere(tmp_path: Path) -> None:
     config = tmp_path / "slow.yaml"
-    config.write_text(SLOW, encoding="utf-8")
+    config.write_text(SLOW_RUN_YAML, encoding="utf-8")
     out = tmp_path / "results"
     args = ["run", str(config), "--out", str(out), "--run-id", "killed-1", "--no-progress"]
     proc = subprocess.Popen(
