@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 120.0
@@ -96,6 +97,24 @@ def start_dashboard_process(
     served = start_served(command, f"{base}/", f"{base}/liveness", home, env)
     served.url = printed_url(served)
     return served
+
+
+def start_jupyter(
+    app: str, home: Path, token: str, *options: str, env: dict[str, str] | None = None
+) -> Served:
+    """`jupyter APP` (server or lab) on a free 127.0.0.1 port, rooted in `home` with its own
+    config and data folders, asking for `token`; waits until its API answers (more `env` if
+    given)."""
+    port = free_port()
+    command = [sys.executable, "-m", "jupyter", app, "--no-browser", "--allow-root",
+               f"--port={port}", "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0",
+               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={home}",
+               *options]  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    folders = {"JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data")}
+    return start_served(
+        command, base, f"{base}/api/status?token={token}", home, {**folders, **(env or {})}
+    )
 
 
 def workbench_command(*args: str) -> list[str]:

@@ -4,14 +4,12 @@ Jupyter server's base URL and authentication (jupyter-server-proxy, the package'
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 import httpx
 import pytest
 from browser_pages import RENDER_TIMEOUT_MS, Watched
-from ports import free_port
-from served import Served, start_served
+from served import Served, start_jupyter
 
 pytestmark = pytest.mark.slow
 
@@ -23,15 +21,10 @@ PROXY_TIMEOUT_S = 180.0
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     home = tmp_path_factory.mktemp("lab")
-    port = free_port()
-    command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-               f"--port={port}", "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0",
-               f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={home}",
-               "--LabApp.news_url=", "--LabApp.check_for_updates_class="
-               "jupyterlab.NeverCheckForUpdate"]  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    env = {"JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data")}
-    served = start_served(command, base, f"{base}/api/status?token={TOKEN}", home, env)
+    served = start_jupyter(
+        "lab", home, TOKEN, "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    )  # fmt: skip
     yield served
     served.stop()
 

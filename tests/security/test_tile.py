@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import stat
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,8 +16,7 @@ import psutil
 import pytest
 import websocket
 from attacks import first_message, open_ws, session_token
-from ports import free_port
-from served import Served, start_served
+from served import Served, start_jupyter
 
 pytestmark = pytest.mark.slow
 
@@ -31,19 +29,8 @@ PROXY_TIMEOUT_S = 180.0
 @pytest.fixture(scope="module")
 def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     home = tmp_path_factory.mktemp("jupyter")
-    port = free_port()
-    command = [sys.executable, "-m", "jupyter", "server", "--no-browser", "--allow-root",
-               f"--port={port}", "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0",
-               f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={home}"]  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    env = {
-        "JUPYTER_CONFIG_DIR": str(home / "config"),
-        "JUPYTER_DATA_DIR": str(home / "data"),
-        "JUPYTER_TOKEN": TOKEN,
-        "JUPYTERHUB_API_TOKEN": HUB_SECRET,
-        "JPY_API_TOKEN": HUB_SECRET,
-    }
-    served = start_served(command, base, f"{base}/api/status?token={TOKEN}", home, env)
+    env = {"JUPYTER_TOKEN": TOKEN, "JUPYTERHUB_API_TOKEN": HUB_SECRET, "JPY_API_TOKEN": HUB_SECRET}
+    served = start_jupyter("server", home, TOKEN, env=env)
     yield served
     served.stop()
 
