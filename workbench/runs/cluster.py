@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench._net import LOOPBACK_NAMES
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.results import Bundle
 
@@ -152,7 +153,7 @@ def node_addresses() -> dict[str, str]:
 
 def this_host_addresses() -> set[str]:
     """Addresses that mean this machine (loopback, its name's address, Ray's view of it)."""
-    addresses = {"127.0.0.1", "localhost", "::1"}
+    addresses = set(LOOPBACK_NAMES)
     try:
         addresses.add(socket.gethostbyname(socket.gethostname()))
     except OSError:
