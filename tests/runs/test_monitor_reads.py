@@ -69,7 +69,7 @@ def test_the_shards_of_a_finished_local_run(local_run):
     assert (frame["answers_per_s"] > 0).all()
 
 
-def test_the_shards_of_a_running_local_run_are_measured(education_spec, tmp_path):
+def test_the_shards_of_a_running_local_run_are_measured(make_config, tmp_path):
     seen = {}
 
     def on_round(number, stats, seconds):
@@ -77,17 +77,7 @@ def test_the_shards_of_a_running_local_run_are_measured(education_spec, tmp_path
         seen["running"] = shards.running_runs(tmp_path)
         seen["cancel"] = cancelling.cancel_run(seen["running"]["path"][0])
 
-    config = RunConfig.model_validate(
-        {
-            "name": "live",
-            "seed": 1,
-            "n_agents": 6,
-            "population": education_spec.model_dump(mode="json"),
-            "game": {"rounds": 2},
-            "policy": LEVEL_K,
-            "backend": {"agents_per_shard": 3},
-        }
-    )
+    config = make_config(name="live", seed=1, n_agents=6, policy=LEVEL_K, agents_per_shard=3)
     bundle = Simulation(config).run(out_dir=tmp_path, progress=False, on_round=on_round)
 
     assert bundle.is_complete  # a run with no launch record is refused, nothing sent
