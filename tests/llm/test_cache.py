@@ -75,9 +75,28 @@ def test_cached_rerun_on_the_embedded_model_makes_zero_calls(make_config, tmp_pa
     )
     first = Simulation(config)
     bundle_a = first.run(out_dir=tmp_path / "a", progress=False)
-    assert first.model.calls == 12
+    nodes = first.model.model.counters.nodes  # distribution mode: the trie nodes scored
+    assert first.model.calls == nodes > 0
     second = Simulation(config)
     bundle_b = second.run(out_dir=tmp_path / "b", progress=False)
     assert second.model.calls == 0
+    assert second.model.model.counters.nodes == 0
     columns = ["agent_id", "round", "guess", "status", "raw"]
     assert bundle_a.responses()[columns].equals(bundle_b.responses()[columns])
+
+
+@pytest.mark.slow
+def test_cached_rerun_per_agent_makes_zero_calls(make_config, tmp_path: Path) -> None:
+    """With the model's own sampler (one generation per agent) the cache holds answers."""
+    config = make_config(
+        policy={"kind": "llm"},
+        n_agents=6,
+        rounds=2,
+        model={"max_tokens": 4, "sampling": "server", "cache": str(tmp_path / "r.sqlite")},
+    )
+    first = Simulation(config)
+    first.run(out_dir=tmp_path / "a", progress=False)
+    assert first.model.calls == 12
+    second = Simulation(config)
+    second.run(out_dir=tmp_path / "b", progress=False)
+    assert second.model.calls == 0

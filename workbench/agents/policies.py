@@ -29,6 +29,7 @@ from workbench.game import (
     rules_text,
     user_message,
 )
+from workbench.llm.answer_trie import TrieCounts
 from workbench.llm.base import (
     ChatModel,
     ChatRequest,
@@ -171,18 +172,24 @@ class LLMPolicy:
         self.params = params or SamplingParams()
         self.constrained = constrained
         self.extract_number = extract_mode(extract_number)
+        self.counts = TrieCounts()  # what distribution mode did, over every round so far
 
-    def requests(self, shard: AgentShard, ctx: RoundContext) -> list[ChatRequest]:
-        """Each agent's chat: the shared rules and round question, then its persona and memory."""
+    def requests(
+        self, shard: AgentShard, ctx: RoundContext, rows: np.ndarray | None = None
+    ) -> list[ChatRequest]:
+        """Each agent's chat (or only the agents at positions `rows`): the shared rules and round
+        question, then its persona and memory."""
         game = ctx.game
         system = {"role": "system", "content": rules_text(game, ctx.n_players, ctx.population_note)}
+        picked = slice(None) if rows is None else rows
+        ids = shard.agent_ids[picked]
         personas = (
-            shard.personas["persona"].astype(str).tolist()
+            shard.personas["persona"].astype(str).to_numpy()[picked].tolist()
             if "persona" in shard.personas
-            else [None] * len(shard)
+            else [None] * len(ids)
         )
-        own = shard.guesses[:, : ctx.round - 1].tolist()
-        seeds = streams.request_seeds(ctx.seed, shard.agent_ids, ctx.round).tolist()
+        own = shard.guesses[picked, : ctx.round - 1].tolist()
+        seeds = streams.request_seeds(ctx.seed, ids, ctx.round).tolist()
         constraint = None
         if self.constrained:
             constraint = OutputConstraint(
@@ -190,9 +197,9 @@ class LLMPolicy:
             )
         targets = ctx.previous_targets
         models = (
-            shard.personas["model"].astype(str).tolist()
+            shard.personas["model"].astype(str).to_numpy()[picked].tolist()
             if "model" in shard.personas
-            else [None] * len(shard)
+            else [None] * len(ids)
         )
         return [
             ChatRequest(
@@ -204,13 +211,24 @@ class LLMPolicy:
                 model=model,
             )
             for p, g, seed, agent, model in zip(
-                personas, own, seeds, shard.agent_ids.tolist(), models, strict=True
+                personas, own, seeds, ids.tolist(), models, strict=True
             )
         ]
 
+    @property
+    def distribution(self) -> bool:
+        """Whether answers are drawn in distribution mode: constrained integer answers from a
+        model that supports it (`model.sampling`); free text is one generation per agent."""
+        return self.constrained and self.model.draws_answers()
+
     async def act(self, shard: AgentShard, ctx: RoundContext) -> pa.Table:
         """One batched model call for the shard, every answer parsed with a status, then one
-        batched extraction call for the answers `extract_number` sends to it."""
+        batched extraction call for the answers `extract_number` sends to it; in distribution
+        mode, one draw per distinct prompt (`agents.distribution`)."""
+        if self.distribution:
+            from workbench.agents.distribution import act_by_distribution
+
+            return await act_by_distribution(self, shard, ctx)
         requests = self.requests(shard, ctx)
         results = await self.model.generate(requests, self.params)
         texts = [r.text for r in results]

@@ -55,6 +55,15 @@ class ModelSpec(StrictModel):
         description="force an answer that is a whole number in the game's range (a grammar or "
         "regex); false: free text, parsed afterwards",
     )
+    sampling: Literal["auto", "workbench", "server"] = Field(
+        "auto",
+        description="how constrained answers are drawn. workbench: distribution mode, each "
+        "distinct prompt's answer distribution computed once (an answer trie) and every agent "
+        "drawing its own answer from it with its own random stream; server: the model's own "
+        "sampler, one generation per agent; auto: workbench where the model supports it (the "
+        "embedded model always; a server when the start-up probe proves it). Free-text answers "
+        "(constrained: false) are always one generation per agent",
+    )
     base_urls: list[str] = Field(
         default_factory=list,
         description="kind openai: OpenAI-compatible endpoints, e.g. http://host:8000/v1; "

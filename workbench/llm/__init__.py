@@ -32,7 +32,9 @@ def make_model(spec: ModelSpec) -> ChatModel:
     else:
         from workbench.llm.llamacpp import LlamaCppModel
 
-        model = LlamaCppModel(spec.path, n_ctx=spec.n_ctx, n_threads=spec.n_threads)
+        model = LlamaCppModel(
+            spec.path, n_ctx=spec.n_ctx, n_threads=spec.n_threads, sampling=spec.sampling
+        )
     if spec.cache is not None:
         from workbench.llm.cache import CachedModel, ResponseCache
 

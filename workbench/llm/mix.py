@@ -8,11 +8,16 @@ settings, all models at once, and the results come back in input order.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench.errors import ModelError
 from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams, as_chat_model
+
+if TYPE_CHECKING:
+    from workbench.llm.answer_trie import GroupAnswers, PromptGroup, TrieCounts
+
+T = TypeVar("T")
 
 
 class ModelMix(ChatModel):
@@ -59,25 +64,56 @@ class ModelMix(ChatModel):
         for model, _ in self.models.values():
             model.close()
 
+    def draws_answers(self) -> bool:
+        """Whether every model of the mix draws in distribution mode."""
+        return all(model.draws_answers() for model, _ in self.models.values())
+
+    async def draw_answers(
+        self,
+        groups: Sequence[PromptGroup],
+        params: SamplingParams,
+        uniforms: Callable[[Any, int], Any],
+        counts: TrieCounts,
+    ) -> list[GroupAnswers]:
+        """Each model draws the groups naming it, with its own sampling params."""
+        by_model: dict[str, list[int]] = {}
+        for i, group in enumerate(groups):
+            by_model.setdefault(self._known(group.request.model), []).append(i)
+        answered = await asyncio.gather(
+            *(
+                self.models[name][0].draw_answers(
+                    [groups[i] for i in idx], self.models[name][1], uniforms, counts
+                )
+                for name, idx in by_model.items()
+            )
+        )
+        return _in_input_order(len(groups), by_model.values(), answered)
+
+    def _known(self, name: str | None) -> str:
+        if name not in self.models:
+            raise ModelError(f"request for model {name!r}; the mix has {sorted(self.models)}")
+        return name
+
     async def generate(
         self, requests: Sequence[ChatRequest], params: SamplingParams
     ) -> list[ChatResult]:
         """One batched call per model, all at once; `params` is replaced by each model's own."""
         by_model: dict[str, list[int]] = {}
         for i, request in enumerate(requests):
-            if request.model not in self.models:
-                raise ModelError(
-                    f"request for model {request.model!r}; the mix has {sorted(self.models)}"
-                )
-            by_model.setdefault(request.model, []).append(i)
+            by_model.setdefault(self._known(request.model), []).append(i)
         answered = await asyncio.gather(
             *(
                 self.models[name][0].generate([requests[i] for i in idx], self.models[name][1])
                 for name, idx in by_model.items()
             )
         )
-        results: list[ChatResult | None] = [None] * len(requests)
-        for idx, batch in zip(by_model.values(), answered, strict=True):
-            for i, result in zip(idx, batch, strict=True):
-                results[i] = result
-        return results  # type: ignore[return-value]
+        return _in_input_order(len(requests), by_model.values(), answered)
+
+
+def _in_input_order(n: int, positions: Iterable[list[int]], batches: Sequence[list[T]]) -> list[T]:
+    """Per-model batches of results put back at their positions in the input."""
+    results: list[T | None] = [None] * n
+    for idx, batch in zip(positions, batches, strict=True):
+        for i, result in zip(idx, batch, strict=True):
+            results[i] = result
+    return results  # type: ignore[return-value]

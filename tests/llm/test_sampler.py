@@ -1,0 +1,79 @@
+"""The workbench sampler: its documented rule, checked against exact probabilities."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workbench.llm.base import SamplingParams
+from workbench.llm.sampler import TOP_K, distribution, draw
+
+
+def reference(logits: list[float], temperature: float, top_p: float) -> dict[int, float]:
+    """The rule of `llm.sampler`'s docstring, written out plainly (loops, no numpy tricks)."""
+    if temperature == 0:
+        best = max(range(len(logits)), key=lambda i: (logits[i], -i))
+        return {best: 1.0}
+    ranked = sorted(range(len(logits)), key=lambda i: (-logits[i] / temperature, i))[:TOP_K]
+    weights = [np.exp((logits[i] - logits[ranked[0]]) / temperature) for i in ranked]
+    total = sum(weights)
+    probs = [w / total for w in weights]
+    kept, mass = [], 0.0
+    for i, p in zip(ranked, probs, strict=True):
+        kept.append((i, p))
+        mass += p
+        if mass >= top_p:
+            break
+    norm = sum(p for _, p in kept)
+    return {i: p / norm for i, p in kept}
+
+
+@pytest.mark.parametrize(
+    ("temperature", "top_p"), [(0.7, 0.95), (1.0, 1.0), (0.3, 0.5), (1.7, 0.9), (0.0, 0.95)]
+)
+def test_distribution_follows_the_documented_rule(temperature: float, top_p: float) -> None:
+    rng = np.random.default_rng(7)
+    logits = rng.normal(0, 2, size=60).tolist()
+    got = distribution(np.array(logits), SamplingParams(temperature=temperature, top_p=top_p))
+    want = reference(logits, temperature, top_p)
+    assert dict(zip(got.choices.tolist(), got.probs.tolist(), strict=True)) == pytest.approx(want)
+
+
+def test_draw_frequencies_match_the_probabilities() -> None:
+    """Inverse-CDF draws over many uniforms hit each token at its probability (chi-square)."""
+    from scipy import stats
+
+    logits = np.array([2.0, 1.5, 1.4, 0.2, -1.0, -3.0])
+    params = SamplingParams(temperature=0.8, top_p=0.97)
+    dist = distribution(logits, params)
+    u = np.random.default_rng(3).random(200_000)
+    picks = draw(logits, params, u)
+    observed = np.array([(picks == c).sum() for c in dist.choices])
+    assert observed.sum() == len(u)  # nothing outside the kept tokens
+    _, p = stats.chisquare(observed, dist.probs * len(u))
+    assert p > 1e-4
+
+
+def test_ties_and_greedy_pick_the_lowest_token() -> None:
+    logits = np.array([1.0, 3.0, 3.0, 2.0])
+    assert distribution(logits, SamplingParams(temperature=0)).choices.tolist() == [1]
+    spread = distribution(logits, SamplingParams(temperature=1.0, top_p=1.0))
+    assert spread.choices.tolist() == [1, 2, 3, 0]
+
+
+def test_minus_infinity_never_drawn_and_all_masked_refused() -> None:
+    logits = np.array([-np.inf, 0.0, -np.inf, 1.0])
+    picks = draw(logits, SamplingParams(temperature=1.5, top_p=1.0), np.linspace(0, 0.999, 999))
+    assert set(picks.tolist()) == {1, 3}
+    with pytest.raises(ValueError, match="minus infinity"):
+        distribution(np.array([-np.inf]), SamplingParams())
+
+
+def test_a_draw_depends_only_on_its_own_uniform() -> None:
+    """The same uniform gives the same token whoever else draws with it."""
+    logits = np.random.default_rng(1).normal(size=30)
+    params = SamplingParams()
+    u = np.random.default_rng(2).random(500)
+    together = draw(logits, params, u)
+    alone = np.array([draw(logits, params, u[i : i + 1])[0] for i in range(len(u))])
+    assert (together == alone).all()

@@ -1,0 +1,144 @@
+"""The embedded model's answer-trie nodes: the logits of the allowed tokens after a prompt and
+the answer tokens drawn so far (distribution mode, `answer_trie`).
+
+A node is evaluated exactly as one agent's own answer would be: the prompt in its canonical
+pieces (`prefix_pieces`), then each answer token alone, one decode per token. So its logits are
+the ones an agent asking alone from a cleared context would sample from, whichever nodes were
+evaluated before it. The context keeps the last prompt and the answer tokens after it with the
+logits each left, so a node's siblings and children cost one decode each; a bounded memo keeps
+every node's allowed logits, so shards of one process that share prompts score them once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from workbench.llm.answer_trie import IntegerVocabulary, Node
+from workbench.llm.base import ChatRequest
+from workbench.llm.llamacpp import _chat_tokens, _decode, _Engine, _last_logits
+from workbench.llm.prefix_pieces import common_prefix
+
+if TYPE_CHECKING:
+    from workbench.llm.llamacpp import LlamaCppModel
+
+MEMO_NODES = 200_000
+"""Node logits kept in memory (a few allowed logits each), most recently used first."""
+
+
+class EmbeddedNodeScorer:
+    """Scores trie nodes on a `LlamaCppModel`'s engine, one group at a time."""
+
+    concurrent = False
+
+    def __init__(self, model: LlamaCppModel) -> None:
+        self.model = model
+        self._memo: OrderedDict[tuple[tuple[int, ...], tuple[int, ...]], np.ndarray] = OrderedDict()
+        self._memo_lock = threading.Lock()
+        self.memo_hits = 0
+
+    def describe(self) -> dict[str, Any]:
+        """How node logits are computed here."""
+        return {
+            "nodes": "prompt in canonical pieces, then each answer token alone",
+            "tokens": "the GGUF's own digit tokens",
+        }
+
+    async def vocabulary(self, low: int, high: int) -> IntegerVocabulary:
+        """The GGUF's digit tokens and its end-of-generation tokens, for [low, high]."""
+        return await asyncio.to_thread(self._vocabulary, low, high)
+
+    def _vocabulary(self, low: int, high: int) -> IntegerVocabulary:
+        import llama_cpp
+
+        engine = self.model._engine
+        llm = engine.llm
+        pieces, ends = [], []
+        for token in engine.integer_tokens().tolist():
+            if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
+                ends.append(token)
+            else:
+                pieces.append((token, llm.detokenize([token], special=True).decode("ascii")))
+        return IntegerVocabulary(tuple(pieces), tuple(ends), low, high)
+
+    async def prompt_tokens(self, requests: Sequence[ChatRequest]) -> list[tuple[int, ...]]:
+        """Each request's chat tokens, as the model formats them."""
+        return await asyncio.to_thread(self._prompt_tokens, list(requests))
+
+    def _prompt_tokens(self, requests: list[ChatRequest]) -> list[tuple[int, ...]]:
+        engine = self.model._engine
+        out = []
+        for request in requests:
+            tokens, _ = _chat_tokens(engine.llm, engine.formatter, request)
+            if len(tokens) >= self.model.n_ctx:
+                raise ValueError(
+                    f"Requested tokens ({len(tokens)}) exceed context window of {self.model.n_ctx}"
+                )
+            out.append(tuple(tokens))
+        return out
+
+    async def score(self, nodes: Sequence[Node]) -> list[np.ndarray]:
+        """The allowed logits of every node (evaluated in order, sharing what they can)."""
+        return await asyncio.to_thread(self.score_sync, list(nodes))
+
+    def score_sync(self, nodes: list[Node]) -> list[np.ndarray]:
+        """`score` on this thread."""
+        out = []
+        for node in sorted(range(len(nodes)), key=lambda i: nodes[i].prefix):
+            out.append((node, self._node(nodes[node])))
+        out.sort(key=lambda pair: pair[0])
+        return [logits for _, logits in out]
+
+    def _node(self, node: Node) -> np.ndarray:
+        key = (node.prompt, node.prefix)
+        with self._memo_lock:
+            known = self._memo.get(key)
+            if known is not None:
+                self._memo.move_to_end(key)
+                self.memo_hits += 1
+                return known[np.searchsorted(self._candidates(), node.allowed)]
+        engine = self.model._engine
+        with engine.lock:
+            full = self._evaluate(engine, node)
+            candidates = self._candidates()
+            kept = full[candidates].astype(np.float64)
+            self.model.counters.nodes += 1
+        with self._memo_lock:
+            self._memo[key] = kept
+            if len(self._memo) > MEMO_NODES:
+                self._memo.popitem(last=False)
+        return kept[np.searchsorted(candidates, node.allowed)]
+
+    def _candidates(self) -> np.ndarray:
+        return self.model._engine.integer_tokens()
+
+    def _evaluate(self, engine: _Engine, node: Node) -> np.ndarray:
+        """The full logits after `node.prompt` + `node.prefix`, each answer token decoded alone."""
+        import llama_cpp
+
+        model, llm = self.model, engine.llm
+        threads = model.cpu.threads()
+        llama_cpp.llama_set_n_threads(llm.ctx, threads, threads)
+        prompt = list(node.prompt)
+        try:
+            if engine.cached != prompt or engine.logits is None:
+                model._evaluate(engine, prompt)
+            shared = common_prefix(engine.answer, node.prefix)
+            if shared == len(node.prefix):
+                return engine.answer_logits[shared - 1] if shared else engine.logits
+            del engine.answer[shared:], engine.answer_logits[shared:]
+            llm.n_tokens = len(prompt) + shared
+            for token in node.prefix[shared:]:
+                _decode(llm, [token], logits=True)
+                engine.answer.append(token)
+                engine.answer_logits.append(_last_logits(llm).copy())
+                model.counters.decoded_tokens += 1
+        except (ValueError, RuntimeError):
+            engine.forget()
+            raise
+        return engine.answer_logits[-1]
