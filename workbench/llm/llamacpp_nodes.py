@@ -14,15 +14,16 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from workbench.llm.answer_trie import IntegerVocabulary, Node
-from workbench.llm.base import ChatRequest
+from workbench.llm.base import ChatRequest, SamplingParams
 from workbench.llm.llamacpp import _chat_tokens, _decode, _Engine, _last_logits
 from workbench.llm.prefix_pieces import common_prefix
+from workbench.llm.sampler import draw
 
 if TYPE_CHECKING:
     from workbench.llm.llamacpp import LlamaCppModel
@@ -142,3 +143,47 @@ class EmbeddedNodeScorer:
             engine.forget()
             raise
         return engine.answer_logits[-1]
+
+
+def reference_answer(
+    model: LlamaCppModel,
+    request: ChatRequest,
+    params: SamplingParams,
+    uniform: Callable[[int], float],
+) -> str:
+    """One agent's constrained answer computed alone, as distribution mode promises it: the
+    engine's cache cleared, this request's prompt evaluated from nothing in its canonical
+    pieces, each drawn token evaluated after it (`Llama.eval`), every token drawn with the
+    workbench sampler and `uniform(depth)`, the agent's own uniform for that step. The check
+    that the answer trie changes no answer (`runtime.exactness`)."""
+    import llama_cpp
+
+    constraint = request.constraint
+    if constraint is None or constraint.integer_range is None:
+        raise ValueError("a reference answer is drawn for an integer-constrained request")
+    engine = model._engine
+    llm = engine.llm
+    vocab = EmbeddedNodeScorer(model)._vocabulary(*constraint.integer_range)
+    with engine.lock:
+        threads = model.cpu.threads()
+        llama_cpp.llama_set_n_threads(llm.ctx, threads, threads)
+        engine.forget()
+        try:
+            tokens, _ = _chat_tokens(llm, engine.formatter, request)
+            model._evaluate(engine, tokens)
+            logits = engine.logits
+            text = ""
+            for depth in range(params.max_tokens):
+                if text and not vocab.can_continue(text):
+                    break
+                allowed = vocab.allowed(text)
+                u = np.array([uniform(depth)])
+                token = int(allowed[draw(logits[allowed].astype(np.float64), params, u)[0]])
+                if vocab.is_end(token):
+                    break
+                text += vocab.piece(token)
+                llm.eval([token])
+                logits = _last_logits(llm).copy()
+        finally:
+            engine.forget()
+    return text
