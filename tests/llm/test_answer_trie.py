@@ -1,0 +1,157 @@
+"""The answer trie with a scorer whose logits are a fixed function of the node: every agent's
+answer is the one it draws alone, nodes are the distinct prefixes, failures stay in their group.
+(The real engine's trie is checked in tests/agents/test_distribution_exact.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from workbench.agents import streams
+from workbench.errors import ModelError
+from workbench.llm.answer_trie import (
+    STEP_STREAM,
+    IntegerVocabulary,
+    Node,
+    PromptGroup,
+    TrieCounts,
+    complete_integer,
+    draw_answers,
+)
+from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
+from workbench.llm.sampler import draw
+
+DIGITS = tuple((100 + d, str(d)) for d in range(10)) + ((120, "-"), (130, "10"))
+END = (2,)
+
+
+class HashScorer:
+    """Logits a pure function of (prompt, prefix, token): a model whose answers depend on the
+    prompt and the tokens so far, nothing else."""
+
+    def __init__(self, concurrent: bool, fail_prompt: str | None = None) -> None:
+        self.concurrent = concurrent
+        self.fail_prompt = fail_prompt
+        self.scored: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+
+    def describe(self) -> dict[str, str]:
+        return {"nodes": "hash"}
+
+    async def vocabulary(self, low: int, high: int) -> IntegerVocabulary:
+        return IntegerVocabulary(DIGITS, END, low, high)
+
+    async def prompt_tokens(self, requests: Sequence[ChatRequest]) -> list[tuple[int, ...]]:
+        return [tuple(r.messages[0]["content"].encode()) for r in requests]
+
+    async def score(self, nodes: Sequence[Node]) -> list[np.ndarray]:
+        out = []
+        for node in nodes:
+            if self.fail_prompt is not None and bytes(node.prompt).decode() == self.fail_prompt:
+                raise ModelError("HTTP 500 from the server")
+            self.scored.append((node.prompt, node.prefix))
+            out.append(logits(node))
+        return out
+
+
+def logits(node: Node) -> np.ndarray:
+    values = []
+    for token in node.allowed.tolist():
+        digest = hashlib.sha256(repr((node.prompt, node.prefix, token)).encode()).digest()
+        values.append(int.from_bytes(digest[:4], "little") / 2**32 * 4)
+    return np.array(values)
+
+
+def request(text: str, low: int = 0, high: int = 100) -> ChatRequest:
+    return ChatRequest(
+        ({"role": "user", "content": text},),
+        constraint=OutputConstraint(integer_range=(low, high)),
+    )
+
+
+def alone(prompt: str, agent: int, params: SamplingParams, low: int, high: int) -> str:
+    """One agent's answer walked by hand, one token at a time."""
+    vocab = IntegerVocabulary(DIGITS, END, low, high)
+    tokens, prefix, text = tuple(prompt.encode()), (), ""
+    for depth in range(params.max_tokens):
+        if text and not vocab.can_continue(text):
+            break
+        allowed = vocab.allowed(text)
+        u = streams.uniform(5, np.array([agent]), 2, STEP_STREAM + depth)
+        token = int(allowed[draw(logits(Node(tokens, prefix, allowed)), params, u)[0]])
+        if token in END:
+            break
+        prefix, text = (*prefix, token), text + vocab.piece(token)
+    return text
+
+
+def uniforms(ids: np.ndarray, depth: int) -> np.ndarray:
+    return streams.uniform(5, ids, 2, STEP_STREAM + depth)
+
+
+@pytest.mark.parametrize("concurrent", [False, True])
+@pytest.mark.parametrize(("low", "high"), [(0, 100), (-20, 35)])
+def test_every_agent_draws_what_it_draws_alone(concurrent: bool, low: int, high: int) -> None:
+    params = SamplingParams(temperature=1.3, top_p=0.98, max_tokens=5)
+    prompts = ["persona a", "persona b", "persona c"]
+    rng = np.random.default_rng(0)
+    ids = rng.permutation(3000).astype(np.int64)
+    groups = [PromptGroup(request(p, low, high), ids[i::3]) for i, p in enumerate(prompts)]
+    scorer = HashScorer(concurrent)
+    counts = TrieCounts()
+    answers = asyncio.run(draw_answers(scorer, groups, params, uniforms, counts))
+    drawn_texts = set()
+    for prompt, group, answer in zip(prompts, groups, answers, strict=True):
+        assert answer.error is None
+        for agent, leaf in zip(group.agent_ids.tolist(), answer.leaf.tolist(), strict=True):
+            text = answer.texts[leaf]
+            assert text == alone(prompt, agent, params, low, high)
+            assert complete_integer(text, low, high)
+            drawn_texts.add(text)
+    assert len(drawn_texts) > 20  # the agents really spread over many answers
+    # one score per distinct node, never per agent
+    assert len(scorer.scored) == len(set(scorer.scored)) == counts.nodes < counts.draws
+    assert counts.answers == 3000 and counts.prompts == 3
+
+
+def test_greedy_needs_one_path_per_prompt() -> None:
+    params = SamplingParams(temperature=0, max_tokens=4)
+    group = PromptGroup(request("x"), np.arange(500, dtype=np.int64))
+    scorer = HashScorer(concurrent=False)
+    (answer,) = asyncio.run(draw_answers(scorer, [group], params, uniforms))
+    assert len(answer.texts) == 1 and (answer.leaf == 0).all()
+    assert len(scorer.scored) == len(answer.texts[0]) + 1 - (not scorer_can_end(answer.texts[0]))
+
+
+def scorer_can_end(text: str) -> bool:
+    """Whether the answer's last node was scored (it can continue) or only the end followed."""
+    return IntegerVocabulary(DIGITS, END, 0, 100).can_continue(text)
+
+
+def test_a_failing_group_fails_alone() -> None:
+    params = SamplingParams()
+    groups = [PromptGroup(request(p), np.arange(i * 10, i * 10 + 10)) for i, p in enumerate("ab")]
+    answers = asyncio.run(draw_answers(HashScorer(True, fail_prompt="a"), groups, params, uniforms))
+    assert answers[0].error is not None and "HTTP 500" in answers[0].error
+    assert answers[1].error is None and len(answers[1].leaf) == 10
+
+
+def test_max_tokens_cuts_the_answer() -> None:
+    params = SamplingParams(temperature=2.0, top_p=1.0, max_tokens=1)
+    group = PromptGroup(request("x", -99, 99), np.arange(2000, dtype=np.int64))
+    (answer,) = asyncio.run(draw_answers(HashScorer(False), [group], params, uniforms))
+    assert max(answer.tokens) == 1
+    assert "-" in answer.texts  # cut before its digits: an answer that does not parse
+
+
+def test_allowed_tokens_follow_the_range() -> None:
+    vocab = IntegerVocabulary(DIGITS, END, 0, 100)
+    pieces = dict(DIGITS)
+    assert [pieces[t] for t in vocab.allowed("").tolist()] == [*"0123456789", "10"]
+    assert [pieces.get(t, "end") for t in vocab.allowed("1").tolist()] == ["end", *"0123456789"]
+    assert [pieces.get(t, "end") for t in vocab.allowed("10").tolist()] == ["end", "0"]
+    assert vocab.allowed("0").tolist() == list(END)  # no leading zeros
+    assert not vocab.can_continue("100") and not vocab.can_continue("0")
