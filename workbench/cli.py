@@ -299,7 +299,7 @@ def bundles_compare(
     bundles: Annotated[list[Path], typer.Argument(help="two or more bundle directories")],
 ) -> None:
     """Line up bundles: the config keys that differ, then their round statistics side by side."""
-    from workbench.experiment import compare_rounds, config_differences
+    from workbench.experiment import compare_rounds, config_differences, model_differences
     from workbench.results import Bundle
 
     opened = {f"b{number}": Bundle.open(path) for number, path in enumerate(bundles, 1)}
@@ -307,6 +307,9 @@ def bundles_compare(
     for label, bundle in opened.items():
         typer.echo(f"{label}: {bundle.path} ({bundle.status})")
     typer.echo(f"config keys that differ:\n{differ.to_string()}" if len(differ) else "config: same")
+    models = model_differences(opened)
+    if len(models):
+        typer.echo(f"what answered differs (answers may differ for it):\n{models.to_string()}")
     rounds = compare_rounds(opened)
     typer.echo(rounds.to_string(float_format=lambda x: f"{x:.2f}") if len(rounds) else "no rounds")
 

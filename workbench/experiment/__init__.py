@@ -24,6 +24,7 @@ _HOMES: dict[str, str] = {
     "sweep": "workbench.experiment.sweep",
     "compare_rounds": "workbench.experiment.compare",
     "config_differences": "workbench.experiment.compare",
+    "model_differences": "workbench.experiment.compare",
 }
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "configure",
     "expand_grid",
     "load_grid",
+    "model_differences",
     "model_overrides",
     "plan",
     "sweep",
@@ -44,7 +46,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_face(__name__, _HOMES, globals())
 
 if TYPE_CHECKING:
-    from workbench.experiment.compare import compare_rounds, config_differences
+    from workbench.experiment.compare import compare_rounds, config_differences, model_differences
     from workbench.experiment.configure import configure, model_overrides
     from workbench.experiment.folder import Experiment
     from workbench.experiment.grid import Cell, GridSpec, expand_grid, load_grid

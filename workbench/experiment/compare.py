@@ -37,19 +37,42 @@ def _shown(value: Any) -> Any:
 def config_differences(bundles: Bundles) -> pd.DataFrame:
     """One row per dotted config key whose value differs between the bundles (index `key`),
     one column per bundle; keys that agree everywhere are left out."""
+    return _differences(
+        {label: flatten(b.config.model_dump(mode="json")) for label, b in labelled(bundles).items()}
+    )
+
+
+MODEL_VOLATILE = ("n_threads", "threads", "servers", "base_urls")
+"""What-answered keys that do not change answers (where and on how many threads it ran)."""
+
+
+def model_differences(bundles: Bundles) -> pd.DataFrame:
+    """One row per dotted key of what answered (the manifest's model identity: engine version,
+    the CPU features its build uses, the sampling mode and sampler) that differs between the
+    bundles: answers of the same config differ when these do."""
+    flat = {
+        label: {
+            key: value
+            for key, value in flatten({"model": b.model}).items()
+            if key.rsplit(".", 1)[-1] not in MODEL_VOLATILE
+        }
+        for label, b in labelled(bundles).items()
+    }
+    return _differences(flat)
+
+
+def _differences(flat: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """The keys of flattened dicts (one per bundle label) whose values differ."""
     import pandas as pd
 
-    configs = {
-        label: flatten(b.config.model_dump(mode="json")) for label, b in labelled(bundles).items()
-    }
-    keys = list(dict.fromkeys(k for flat in configs.values() for k in flat))
+    keys = list(dict.fromkeys(k for one in flat.values() for k in one))
     missing = object()
     rows = {}
     for key in keys:
-        values = [flat.get(key, missing) for flat in configs.values()]
+        values = [one.get(key, missing) for one in flat.values()]
         if any(v != values[0] for v in values[1:]):
             rows[key] = [None if v is missing else _shown(v) for v in values]
-    frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(configs), dtype=object)
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(flat), dtype=object)
     frame.index.name = "key"
     return frame
 

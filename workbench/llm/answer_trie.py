@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from workbench.errors import ModelError
-from workbench.llm.base import ChatRequest, SamplingParams
+from workbench.llm.base import ChatRequest, SamplingParams, report_drawn
 from workbench.llm.grammar import integer_can_continue
 from workbench.llm.sampler import distribution
 
@@ -286,6 +286,11 @@ async def draw_answers(
             error = f"{type(exc).__name__}: {exc}"
             answers = GroupAnswers([], [], leaf, len(prompt), error=error)
         answers.seconds = time.perf_counter() - start
+        n = len(group.agent_ids)
+        drawn = 0
+        if answers.error is None:
+            drawn = int(np.bincount(answers.leaf, minlength=len(answers.tokens)) @ answers.tokens)
+        report_drawn(group.request, n, answers.error is not None, n * len(prompt), drawn)
         return answers
 
     if scorer.concurrent:

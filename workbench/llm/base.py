@@ -180,6 +180,15 @@ class BatchProgress:
             self.prompt_tokens += result.prompt_tokens
             self.completion_tokens += result.completion_tokens
 
+    def add_drawn(self, agents: int, error: bool, prompt_tokens: int, answer_tokens: int) -> None:
+        """Count a distribution-mode group's agents at once (`error`: the group failed)."""
+        with self._lock:
+            self.answered += agents
+            if error:
+                self.errors["model_error"] = self.errors.get("model_error", 0) + agents
+            self.prompt_tokens += prompt_tokens
+            self.completion_tokens += answer_tokens
+
     def snapshot(self) -> dict[str, Any]:
         """The counts so far, as plain data."""
         with self._lock:
@@ -209,6 +218,16 @@ def report_answered(request: ChatRequest, result: ChatResult) -> None:
     progress = _PROGRESS.get()
     if progress is not None:
         progress.add(request, result)
+
+
+def report_drawn(
+    request: ChatRequest, agents: int, error: bool, prompt_tokens: int, answer_tokens: int
+) -> None:
+    """Called as a distribution-mode group's answers are drawn (its `agents` at once); nothing
+    when no batch is tracked or for the extraction step."""
+    progress = _PROGRESS.get()
+    if progress is not None and request.step == "answer":
+        progress.add_drawn(agents, error, prompt_tokens, answer_tokens)
 
 
 class ChatModel:

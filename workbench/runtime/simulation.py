@@ -216,8 +216,17 @@ class Simulation:
     def describe_model(self) -> dict[str, Any]:
         """What answered, for the manifest: the model identity, or the baseline policy."""
         if isinstance(self.config.policy, LLMPolicySpec) and self.model is not None:
-            return dict(self.model.identity)
+            return {**self.model.identity, "answers": self.answers_drawn()}
         return {"engine": "none", "policy": self.config.policy.kind}
+
+    def answers_drawn(self) -> str:
+        """How the LLM agents' answers are produced: distribution mode, or one generation per
+        agent (and why: free text, or the model's own sampler)."""
+        if not self.config.model.constrained:
+            return "one generation per agent: free-text answers have no answer trie"
+        if self.model is not None and self.model.draws_answers():
+            return "distribution mode: one answer trie per distinct prompt, each agent's own draw"
+        return "one generation per agent: the model's own sampler (model.sampling)"
 
     def versions(self) -> dict[str, str]:
         """Versions of what shaped the numbers."""
