@@ -39,7 +39,9 @@ def prompt_groups(shard: AgentShard, ctx: RoundContext) -> tuple[np.ndarray, np.
     columns: dict[str, np.ndarray] = {}
     for name in ("persona", "model"):
         if name in shard.personas:
-            columns[name] = pd.factorize(shard.personas[name].astype(str))[0]
+            values = shard.personas[name]
+            categorical = isinstance(values.dtype, pd.CategoricalDtype)
+            columns[name] = values.cat.codes.to_numpy() if categorical else pd.factorize(values)[0]
     history = shard.guesses[:, : ctx.round - 1]
     for j in range(history.shape[1]):
         columns[f"round {j + 1}"] = history[:, j]

@@ -11,6 +11,7 @@ import asyncio
 from typing import Protocol
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from workbench.agents import streams
@@ -139,6 +140,12 @@ class LevelKPolicy:
         return decisions_table(ids, ctx.round, guesses, Status.OK, raw=raw)
 
 
+def _column_text(column: pd.Series, rows: np.ndarray | None) -> list[str]:
+    """A persona column's values as text, for every agent or only those at `rows`."""
+    picked = column if rows is None else column.iloc[rows]
+    return picked.astype(str).tolist()
+
+
 def _draw(u: np.ndarray, shares: dict[int, float]) -> np.ndarray:
     """Inverse-CDF draw of depths from a {depth: share} table."""
     depths = np.array(sorted(shares), dtype=np.int64)
@@ -184,7 +191,7 @@ class LLMPolicy:
         picked = slice(None) if rows is None else rows
         ids = shard.agent_ids[picked]
         personas = (
-            shard.personas["persona"].astype(str).to_numpy()[picked].tolist()
+            _column_text(shard.personas["persona"], rows)
             if "persona" in shard.personas
             else [None] * len(ids)
         )
@@ -197,7 +204,7 @@ class LLMPolicy:
             )
         targets = ctx.previous_targets
         models = (
-            shard.personas["model"].astype(str).to_numpy()[picked].tolist()
+            _column_text(shard.personas["model"], rows)
             if "model" in shard.personas
             else [None] * len(ids)
         )
