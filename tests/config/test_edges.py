@@ -200,3 +200,29 @@ def test_max_failed_share_defaults_to_a_half_and_takes_fractions() -> None:
     assert RunConfig(population=POPULATION, max_failed_share="1/4").max_failed_share == 0.25
     for edge in (0, 1):
         assert RunConfig(population=POPULATION, max_failed_share=edge).max_failed_share == edge
+
+
+# --------------------------------------------------------------------------- model.sampling
+
+
+@pytest.mark.parametrize(
+    ("model", "says"),
+    [
+        ({"kind": "vllm", "name": "m", "sampling": "workbench"}, "kind vllm answers one"),
+        ({"kind": "replay", "bundle": "b", "sampling": "workbench"}, "kind replay answers one"),
+        ({"sampling": "workbench", "constrained": False}, "with constrained false"),
+    ],
+)
+def test_distribution_mode_where_it_cannot_apply(
+    model: dict[str, Any], says: str, tmp_path: Path
+) -> None:
+    path = write_run(tmp_path, policy={"kind": "llm"}, model=model)
+    message = message_of(lambda: load_run_config(path))
+    assert message.startswith(f"{path}: model: ") and "sampling workbench" in message
+    assert says in message and "set sampling to auto or server" in message
+
+
+def test_distribution_mode_auto_applies_where_it_can() -> None:
+    for model in ({"kind": "vllm", "name": "m"}, {"constrained": False}):
+        run = RunConfig(population=POPULATION, policy={"kind": "llm"}, model=model)
+        assert run.model.sampling == "auto"

@@ -148,7 +148,11 @@ def test_llm_cancelled_then_resumed_restores_each_agents_memory(after_round, mak
     resumed = Simulation.resume(cancelled.path, model=later).run(progress=False)
     assert later.own_numbers_seen == 8 * (3 - after_round)
     assert_same_final_bundle(resumed, whole, 8)
-    assert resumed.manifest["model"] == {"engine": "fake", "name": "prompt-hash"}
+    assert resumed.manifest["model"] == {
+        "engine": "fake",
+        "name": "prompt-hash",
+        "answers": "one generation per agent: the model's own sampler",
+    }
 
 
 def test_llm_resume_without_the_memory_would_answer_differently(make_config, tmp_path):

@@ -386,12 +386,16 @@ def test_embedded_model_run_is_reproducible(make_config, embedded_model, tmp_pat
         seed=3,
         model={"max_tokens": 4},
     )
+    # a wrapper with only identity + generate answers one generation per agent (no answer
+    # trie), so both runs go through it; distribution mode's own reruns are in
+    # tests/llm/test_embedded_determinism.py
     recorder = Recorder(embedded_model)
     first = run_sim(config, tmp_path / "a", model=recorder)
-    second = run_sim(config, tmp_path / "b", model=embedded_model)
+    second = run_sim(config, tmp_path / "b", model=Recorder(embedded_model))
     for bundle in (first, second):
         assert_complete(bundle, 8, 2)
         assert bundle.manifest["model"]["engine"] == "llama.cpp"
+        assert bundle.manifest["model"]["answers"].startswith("one generation per agent")
         assert re.fullmatch(r"[0-9a-f]{64}", bundle.manifest["model"]["file_sha256"])
     one, two = responses(first), responses(second)
     pd.testing.assert_frame_equal(one, two)

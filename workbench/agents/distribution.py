@@ -10,7 +10,7 @@ paper's extraction call, when it applies, is drawn the same way, one prompt per 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -107,9 +107,18 @@ def _spread(answers: Sequence[GroupAnswers], members: Sequence[np.ndarray], n: i
     )
 
 
-def _uniforms(ctx: RoundContext, base: int) -> Callable[[np.ndarray, int], np.ndarray]:
-    """Each agent's uniform for its answer token at a depth: (seed, agent, round, step)."""
-    return lambda ids, depth: streams.uniform(ctx.seed, ids, ctx.round, base + depth)
+@dataclass(frozen=True)
+class StepUniforms:
+    """Each agent's uniform for its answer token at a depth: a pure function of (seed, agent,
+    round, step), plain data so that it travels to a model actor on Ray."""
+
+    seed: int
+    round: int
+    base: int
+
+    def __call__(self, ids: np.ndarray, depth: int) -> np.ndarray:
+        """The uniforms of agents `ids` for the token at `depth`."""
+        return streams.uniform(self.seed, ids, self.round, self.base + depth)
 
 
 async def _draw(
@@ -122,7 +131,7 @@ async def _draw(
 ) -> Draws:
     groups = [PromptGroup(r, ids[m]) for r, m in zip(requests, members, strict=True)]
     answers = await policy.model.draw_answers(
-        groups, policy.params, _uniforms(ctx, base), policy.counts
+        groups, policy.params, StepUniforms(ctx.seed, ctx.round, base), policy.counts
     )
     return _spread(answers, members, len(ids))
 

@@ -145,4 +145,14 @@ class ModelSpec(StrictModel):
             )
         if self.kind == "replay" and not self.bundle:
             raise ValueError("kind replay needs bundle: the path of the bundle to replay")
+        if self.sampling == "workbench" and self.kind in ("vllm", "replay"):
+            raise ValueError(
+                f"sampling workbench (distribution mode) is for kind embedded and openai; kind "
+                f"{self.kind} answers one generation per agent (set sampling to auto or server)"
+            )
+        if self.sampling == "workbench" and not self.constrained:
+            raise ValueError(
+                "sampling workbench draws constrained answers; with constrained false every "
+                "agent gets one generation (set sampling to auto or server, or constrained: true)"
+            )
         return self

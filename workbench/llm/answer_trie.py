@@ -286,11 +286,7 @@ async def draw_answers(
             error = f"{type(exc).__name__}: {exc}"
             answers = GroupAnswers([], [], leaf, len(prompt), error=error)
         answers.seconds = time.perf_counter() - start
-        n = len(group.agent_ids)
-        drawn = 0
-        if answers.error is None:
-            drawn = int(np.bincount(answers.leaf, minlength=len(answers.tokens)) @ answers.tokens)
-        report_drawn(group.request, n, answers.error is not None, n * len(prompt), drawn)
+        report_group(group, answers)
         return answers
 
     if scorer.concurrent:
@@ -301,6 +297,16 @@ async def draw_answers(
     for i in sorted(range(len(groups)), key=prompts.__getitem__):
         answers[i] = await one(groups[i], prompts[i])
     return answers  # type: ignore[return-value]
+
+
+def report_group(group: PromptGroup, answers: GroupAnswers) -> None:
+    """One drawn group's progress: its agents, prompt tokens and answer tokens
+    (`base.report_drawn`)."""
+    n = len(group.agent_ids)
+    drawn = 0
+    if answers.error is None:
+        drawn = int(np.bincount(answers.leaf, minlength=len(answers.tokens)) @ answers.tokens)
+    report_drawn(group.request, n, answers.error is not None, n * answers.prompt_tokens, drawn)
 
 
 async def _drive(

@@ -11,13 +11,16 @@ model_error answers, never a lost round.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import numpy as np
 
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.llm import ChatModel, as_chat_model, model_for
+from workbench.llm.answer_trie import GroupAnswers, PromptGroup, TrieCounts, report_group
 from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
 
 Placement = Literal["shard", "node", "gpu", "cluster"]
@@ -130,6 +133,21 @@ class ModelActor:
         """The hosted model's identity."""
         return dict(self.model.identity)
 
+    def draws_answers(self) -> bool:
+        """Whether the hosted model draws constrained answers in distribution mode."""
+        return self.model.draws_answers()
+
+    async def draw_answers(
+        self,
+        groups: Sequence[PromptGroup],
+        params: SamplingParams,
+        uniforms: Callable[[Any, int], Any],
+    ) -> tuple[list[GroupAnswers], dict[str, int]]:
+        """One shard's prompt groups drawn by this actor's model, with what the trie did."""
+        counts = TrieCounts()
+        answers = await self.model.draw_answers(groups, params, uniforms, counts)
+        return answers, counts.as_dict()
+
     def where(self) -> dict[str, Any]:
         """Node, process and the GPUs Ray gave this actor (for the monitor and tests)."""
         import ray
@@ -145,10 +163,13 @@ class ModelActor:
 class RemoteModel(ChatModel):
     """A `ChatModel` that forwards batches to a `ModelActor` (what shard actors hold)."""
 
-    def __init__(self, handle: Any, identity: dict[str, Any], engine: int) -> None:
+    def __init__(
+        self, handle: Any, identity: dict[str, Any], engine: int, draws: bool = False
+    ) -> None:
         self.handle = handle
         self._identity = identity
         self.engine = engine
+        self.draws = draws  # the hosted model draws answers in distribution mode
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -166,3 +187,32 @@ class RemoteModel(ChatModel):
         except RayActorError as exc:
             error = f"model actor {self.engine} died: {str(exc).splitlines()[0]}"
             return [ChatResult(None, error=error, error_kind="model_error") for _ in requests]
+
+    def draws_answers(self) -> bool:
+        """Whether the model actor draws constrained answers in distribution mode (the trie
+        is walked there, next to the engine, one call per shard and step)."""
+        return self.draws
+
+    async def draw_answers(
+        self,
+        groups: Sequence[PromptGroup],
+        params: SamplingParams,
+        uniforms: Callable[[Any, int], Any],
+        counts: TrieCounts,
+    ) -> list[GroupAnswers]:
+        """The model actor's draws, its trie counts added to `counts` and each group's progress
+        reported here; a model actor that stays dead fails every group (model_error)."""
+        from ray.exceptions import RayActorError
+
+        try:
+            answers, done = await self.handle.draw_answers.remote(list(groups), params, uniforms)
+        except RayActorError as exc:
+            error = f"model actor {self.engine} died: {str(exc).splitlines()[0]}"
+            return [
+                GroupAnswers([], [], np.zeros(len(g.agent_ids), dtype=np.int64), 0, error=error)
+                for g in groups
+            ]
+        counts.add(TrieCounts(**done))
+        for group, answer in zip(groups, answers, strict=True):
+            report_group(group, answer)
+        return answers

@@ -271,6 +271,7 @@ class RayBackend:
         self.slots: list[EngineSlot] = []
         self.engines: list[Any] = []
         self.engine_identity: dict[str, Any] = {}
+        self.engine_draws = False
         self.model_ref: Any = None  # the given model in Ray's object store
         self.restarts = 0
         self.progress_every_s = PROGRESS_EVERY_S
@@ -314,6 +315,7 @@ class RayBackend:
         try:
             await asyncio.gather(*(engine.where.remote() for engine in self.engines))
             self.engine_identity = await self.engines[0].identity.remote()
+            self.engine_draws = await self.engines[0].draws_answers.remote()
         except RayActorError as exc:
             await self.close()
             raise ModelError(f"a model actor failed to start: {_cause(exc)}") from None
@@ -391,7 +393,7 @@ class RayBackend:
         if not self.engines:
             return self.model_ref  # None: the shard actor builds the config's model itself
         engine = engine_for(node, index, self.slots, set(self.nodes))
-        return RemoteModel(self.engines[engine], self.engine_identity, engine)
+        return RemoteModel(self.engines[engine], self.engine_identity, engine, self.engine_draws)
 
     async def play_round(self, ctx: RoundContext, emit: Emit | None = None) -> list[pa.Table]:
         """Every shard's decisions; a shard whose actor died is respawned and replayed.

@@ -226,7 +226,7 @@ class Simulation:
             return "one generation per agent: free-text answers have no answer trie"
         if self.model is not None and self.model.draws_answers():
             return "distribution mode: one answer trie per distinct prompt, each agent's own draw"
-        return "one generation per agent: the model's own sampler (model.sampling)"
+        return "one generation per agent: the model's own sampler"
 
     def versions(self) -> dict[str, str]:
         """Versions of what shaped the numbers."""
