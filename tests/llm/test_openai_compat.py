@@ -574,7 +574,11 @@ def test_from_spec_reads_the_key_from_the_environment(monkeypatch):
             "base_urls": ["http://127.0.0.1:9/v1"],
             "structured_output": "guided_regex",
             "seed": "per_request",
-            "sampling": {"mode": None, "requested": "auto", "note": "decided by the start-up check"},
+            "sampling": {
+                "mode": None,
+                "requested": "auto",
+                "note": "decided by the start-up check",
+            },
         }
         assert (model.max_concurrency, model.timeout_s, model.max_retries) == (5, 12.5, 4)
         assert "sk-from-env" not in json.dumps(model.identity)
