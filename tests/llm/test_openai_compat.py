@@ -535,6 +535,14 @@ def test_api_key_is_sent_as_a_bearer_token_and_never_shown():
                 "constraint": "grammar",
             }
         },
+        "sampling": {
+            "mode": "server",
+            "requested": "auto",
+            "sampler": "the server's own, one generation per agent",
+            "why": f"{server.url} (openai-compatible): openai-compatible gives no "
+            "log-probabilities of chosen tokens under a greedy step (vLLM's allowed_token_ids "
+            "with logprob_token_ids), so it samples itself",
+        },
     }
     assert key not in json.dumps(identity) and key not in repr(model)
 
@@ -566,6 +574,11 @@ def test_from_spec_reads_the_key_from_the_environment(monkeypatch):
             "base_urls": ["http://127.0.0.1:9/v1"],
             "structured_output": "guided_regex",
             "seed": "per_request",
+            "sampling": {
+                "mode": None,
+                "requested": "auto",
+                "note": "decided by the start-up check",
+            },
         }
         assert (model.max_concurrency, model.timeout_s, model.max_retries) == (5, 12.5, 4)
         assert "sk-from-env" not in json.dumps(model.identity)

@@ -41,6 +41,7 @@ def seeded_config(make_config, server, **extra):
         "name": SERVED,
         "max_concurrency": 16,
         "max_retries": 2,
+        "sampling": "server",  # seeded generations, one per agent
     }
     return make_config(
         policy={"kind": "llm"}, n_agents=30, rounds=2, agents_per_shard=15, model=model, **extra

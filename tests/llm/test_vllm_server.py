@@ -34,11 +34,14 @@ def vllm(tmp_path_factory: pytest.TempPathFactory):
 
 
 def served(server: Any, **extra: Any) -> dict[str, Any]:
+    """A served model with the server's own sampling: these tests are about one generation
+    per agent (distribution mode on vLLM: test_vllm_sampling.py)."""
     return {
         "kind": "openai",
         "base_urls": [server.url],
         "name": SERVED,
         "max_concurrency": 16,
+        "sampling": "server",
         **extra,
     }
 

@@ -29,9 +29,10 @@ from workbench.llm.base import (
     report_answered,
 )
 
-VOLATILE_IDENTITY = ("base_urls", "n_threads", "threads", "cache", "servers")
+VOLATILE_IDENTITY = ("base_urls", "n_threads", "threads", "cache", "servers", "sampling")
 """Identity fields that do not change answers (where a model runs, how many threads, what a
-check found out about its servers)."""
+check found out about its servers, who draws constrained answers: a generated answer is the
+same either way, and a node's logits are keyed by how its scorer computes them)."""
 
 
 def request_key(identity: dict[str, Any], request: ChatRequest, params: SamplingParams) -> str:

@@ -10,10 +10,12 @@ batch. Output constraints go through the server's own structured-output paramete
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
 import weakref
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import httpx
 
@@ -36,15 +38,21 @@ from workbench.llm.servers import (
     constraint_body,
     identify,
     proven_mode,
+    root_of,
     served_by,
     server_error,
 )
+
+if TYPE_CHECKING:
+    from workbench.llm.served_nodes import ServedNodeScorer
 
 StructuredOutput = Literal[
     "auto", "grammar", "structured_outputs", "guided_regex", "json_schema", "none"
 ]
 SeedMode = Literal["per_request", "none"]
+SamplingMode = Literal["auto", "workbench", "server"]
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+T = TypeVar("T")
 
 
 class _AttemptFailed(Exception):
@@ -57,6 +65,21 @@ class _AttemptFailed(Exception):
         self.retry = retry
 
 
+class AnswerShapeError(Exception):
+    """A 200 answer whose JSON is not what was asked for (not retried)."""
+
+
+@dataclass
+class Exchanged(Generic[T]):
+    """What `OpenAICompatModel.exchange` got: the parsed answer (None: it failed, with
+    `error_kind`), every attempt, and when the first began."""
+
+    value: T | None
+    attempts: list[Attempt] = field(default_factory=list)
+    first: float | None = None
+    error_kind: Literal["model_error", "timeout"] | None = None
+
+
 class OpenAICompatModel(ChatModel):
     """A `ChatModel` speaking the OpenAI chat completions API to one or more endpoints.
 
@@ -64,7 +87,10 @@ class OpenAICompatModel(ChatModel):
     `workbench.llm.servers`); a named mode is proven by the same probe and refused when the
     server ignores it; `"none"` sends answers unconstrained, while extraction calls
     (`step="extract"`) stay constrained wherever the server honours a mode. `seed="none"` sends
-    no per-request seed.
+    no per-request seed. `sampling` chooses who draws constrained integer answers: the server
+    (one generation per agent), or the workbench from the node probabilities the server gives
+    (distribution mode, `served_nodes`), which the start-up check proves or refuses (`auto`
+    falls back to the server and records why).
     """
 
     def __init__(
@@ -80,6 +106,7 @@ class OpenAICompatModel(ChatModel):
         max_retries: int = 3,
         backoff_s: float = 0.2,
         transport: httpx.AsyncBaseTransport | None = None,
+        sampling: SamplingMode = "auto",
     ) -> None:
         if not base_urls:
             raise ConfigError("model.base_urls: give at least one endpoint")
@@ -102,6 +129,14 @@ class OpenAICompatModel(ChatModel):
         """The constraint mode each endpoint honours (None: none found), once resolved."""
         if structured_output in CONSTRAINT_MODES:  # trusted until check() proves it
             self.modes = dict.fromkeys(self.base_urls, structured_output)
+        self.sampling: SamplingMode = sampling
+        self.sampling_mode: Literal["workbench", "server"] | None = (
+            "server" if sampling == "server" else None
+        )
+        """Who draws constrained answers, once resolved (None: not yet)."""
+        self.sampling_why: str | None = None
+        """Why `auto` fell back to the server's sampling."""
+        self._scorer: ServedNodeScorer | None = None
         self._resolved = False
         self.stats: dict[str, Any] = {
             "requests": 0,
@@ -124,6 +159,7 @@ class OpenAICompatModel(ChatModel):
             max_concurrency=spec.max_concurrency,
             timeout_s=spec.timeout_s,
             max_retries=spec.max_retries,
+            sampling=spec.sampling,
         )
 
     @property
@@ -142,7 +178,50 @@ class OpenAICompatModel(ChatModel):
                 base: {**server.as_dict(), "constraint": self.modes.get(base)}
                 for base, server in self.servers.items()
             }
+        out["sampling"] = self.sampling_identity()
         return out
+
+    def sampling_identity(self) -> dict[str, Any]:
+        """Who draws constrained answers: the workbench's sampler over the server's node
+        probabilities, or the server's own sampler (and why, when `auto` fell back to it)."""
+        out: dict[str, Any] = {"requested": self.sampling}
+        scorer = self.node_scorer()
+        if scorer is not None:
+            from workbench.llm.sampler import SAMPLER_VERSION, TOP_K
+
+            out = {"mode": "workbench", **out, "sampler": SAMPLER_VERSION, "top_k": TOP_K}
+            return {**out, **scorer.describe()}
+        if self.sampling_mode is None:
+            return {"mode": None, **out, "note": "decided by the start-up check"}
+        out = {"mode": "server", **out, "sampler": "the server's own, one generation per agent"}
+        if self.sampling_why:
+            out["why"] = self.sampling_why
+        return out
+
+    def node_scorer(self) -> ServedNodeScorer | None:
+        """Distribution mode's node scorer on this server: when the start-up check proved it
+        (`workbench` is trusted until a check runs); None when the server samples."""
+        mode = self.sampling_mode or ("workbench" if self.sampling == "workbench" else None)
+        if mode != "workbench":
+            return None
+        if self._scorer is None:
+            from workbench.llm.served_nodes import ServedNodeScorer
+
+            self._scorer = ServedNodeScorer(self)
+        return self._scorer
+
+    def load(self) -> OpenAICompatModel:
+        """In a process whose copy of the model was never checked (a shard actor's), run the
+        start-up check now, so that it draws answers the way the driver's check decided
+        (`sampling` auto); a failure is left to the first batch to report. Returns self."""
+        if self._resolved or self.sampling == "server":
+            return self
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # this thread may run a loop
+            try:
+                pool.submit(asyncio.run, self.check()).result()
+            except ModelError:
+                pass
+        return self
 
     def _client(self) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
@@ -170,7 +249,13 @@ class OpenAICompatModel(ChatModel):
             modes[base] = await proven_mode(
                 client, base, self.name, self.structured_output, servers[base]
             )
-        self.servers, self.modes, self._resolved = servers, modes, True
+        self.servers, self.modes = servers, modes
+        if self.sampling != "server":
+            from workbench.llm.served_nodes import resolve_sampling
+
+            self._scorer, self.sampling_why = await resolve_sampling(self, client)
+            self.sampling_mode = "workbench" if self._scorer is not None else "server"
+        self._resolved = True
 
     async def generate(
         self, requests: Sequence[ChatRequest], params: SamplingParams
@@ -245,7 +330,31 @@ class OpenAICompatModel(ChatModel):
     async def _one(
         self, client: httpx.AsyncClient, request: ChatRequest, params: SamplingParams
     ) -> ChatResult:
-        """One request, retried on connection errors, 429 and 5xx; every attempt kept."""
+        """One chat request through `exchange`: its result, every attempt kept."""
+        done = await self.exchange(
+            client, "/chat/completions", lambda base: self.body(request, params, base), self._result
+        )
+        if done.value is None:
+            return _failed(done.attempts, done.error_kind or "model_error", done.first)
+        done.value.latency_s = time.perf_counter() - (done.first or 0.0)
+        done.value.attempts = tuple(done.attempts)
+        return done.value
+
+    async def exchange(
+        self,
+        client: httpx.AsyncClient,
+        path: str,
+        body_for: Callable[[str], dict[str, Any]],
+        parse: Callable[[Any], T],
+        *,
+        root: bool = False,
+        base: str | None = None,
+    ) -> Exchanged[T]:
+        """One POST of `path` (under an endpoint's base URL, or its server root with `root`),
+        the body built for the endpoint picked (`base` pins one), its JSON answer `parse`d
+        (which raises `AnswerShapeError` on a malformed one); retried on connection errors,
+        429 and 5xx within the shared limit on requests in flight. Chat requests and
+        distribution mode's node requests both go through here."""
         attempts: list[Attempt] = []
         first: float | None = None
         failed_on: str | None = None
@@ -254,35 +363,36 @@ class OpenAICompatModel(ChatModel):
                 self.stats["retries"] += 1
                 await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
             async with self._slots():
-                base = self._pick(avoid=failed_on)
-                self.stats["in_flight"][base] += 1
+                where = base or self._pick(avoid=failed_on)
+                self.stats["in_flight"][where] += 1
                 self.stats["requests"] += 1
                 start = time.perf_counter()  # latency of the attempts, not of queueing
                 first = start if first is None else first
+                url = f"{root_of(where) if root else where}{path}"
                 try:
-                    data = await self._post(client, base, self.body(request, params, base))
-                    result = self._result(data, first)
-                    attempts.append(Attempt(base, 200, None, time.perf_counter() - start))
-                    result.attempts = tuple(attempts)
-                    return result
+                    value = parse(await self._post(client, url, body_for(where)))
+                    attempts.append(Attempt(where, 200, None, time.perf_counter() - start))
+                    return Exchanged(value, attempts, first)
+                except AnswerShapeError as exc:
+                    attempts.append(Attempt(where, 200, str(exc), time.perf_counter() - start))
+                    break
                 except _AttemptFailed as exc:
                     seconds = time.perf_counter() - start
-                    attempts.append(Attempt(base, exc.status, str(exc), seconds))
-                    failed_on = base
+                    attempts.append(Attempt(where, exc.status, str(exc), seconds))
+                    failed_on = where
                     if not exc.retry:
                         break
                 except httpx.TimeoutException as exc:
-                    message = f"{base}: timeout after {self.timeout_s:g} s ({type(exc).__name__})"
-                    attempts.append(Attempt(base, None, message, time.perf_counter() - start))
+                    message = f"{where}: timeout after {self.timeout_s:g} s ({type(exc).__name__})"
+                    attempts.append(Attempt(where, None, message, time.perf_counter() - start))
                     self.stats["errors"] += 1
-                    return _failed(attempts, "timeout", first)
+                    return Exchanged(None, attempts, first, "timeout")
                 finally:
-                    self.stats["in_flight"][base] -= 1
+                    self.stats["in_flight"][where] -= 1
         self.stats["errors"] += 1
-        return _failed(attempts, "model_error", first)
+        return Exchanged(None, attempts, first, "model_error")
 
-    async def _post(self, client: httpx.AsyncClient, base: str, body: dict[str, Any]) -> Any:
-        url = f"{base}/chat/completions"
+    async def _post(self, client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Any:
         try:
             response = await client.post(url, json=body)
         except httpx.TimeoutException:
@@ -300,22 +410,18 @@ class OpenAICompatModel(ChatModel):
             raise _AttemptFailed(message, 200, False) from None
 
     @staticmethod
-    def _result(data: Any, start: float) -> ChatResult:
+    def _result(data: Any) -> ChatResult:
         try:
             text = data["choices"][0]["message"]["content"]
             usage = data.get("usage") or {}
             prompt_tokens = int(usage.get("prompt_tokens") or 0)
             completion_tokens = int(usage.get("completion_tokens") or 0)
         except (KeyError, IndexError, TypeError, AttributeError, ValueError):
-            message = f"unexpected answer shape: {str(data)[:200]}"
-            raise _AttemptFailed(message, 200, False) from None
+            raise AnswerShapeError(f"unexpected answer shape: {str(data)[:200]}") from None
         if not isinstance(text, str):
-            raise _AttemptFailed(f"the answer has no text: {str(data)[:200]}", 200, False)
+            raise AnswerShapeError(f"the answer has no text: {str(data)[:200]}")
         return ChatResult(
-            text=text,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            latency_s=time.perf_counter() - start,
+            text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
         )
 
 

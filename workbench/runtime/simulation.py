@@ -226,7 +226,10 @@ class Simulation:
             return "one generation per agent: free-text answers have no answer trie"
         if self.model is not None and self.model.draws_answers():
             return "distribution mode: one answer trie per distinct prompt, each agent's own draw"
-        return "one generation per agent: the model's own sampler"
+        sampling = self.model.identity.get("sampling") if self.model is not None else None
+        why = sampling.get("why") if isinstance(sampling, dict) else None
+        plain = "one generation per agent: the model's own sampler"
+        return f"{plain} (model.sampling auto fell back: {why})" if why else plain
 
     def versions(self) -> dict[str, str]:
         """Versions of what shaped the numbers."""

