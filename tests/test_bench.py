@@ -81,7 +81,13 @@ def test_embedded_bench_reports_each_round_against_its_floor_and_under_load(tmp_
         floor, seconds = float(row["floor_s"]), float(row["seconds"])
         assert floor > 0
         assert float(row["x_floor"].rstrip("x")) == pytest.approx(seconds / floor, abs=0.02)
-        assert int(row["threads"]) >= 1
+        # one thread count, or threads:requests when the free cores changed during the round
+        threads = row["threads"]
+        if ":" in threads:
+            pairs = [pair.split(":") for pair in threads.split(",")]
+            assert all(int(t) >= 1 for t, _ in pairs) and sum(int(k) for _, k in pairs) == 6
+        else:
+            assert int(threads) >= 1
     assert int(rows[1]["given"]) > int(rows[0]["given"])  # round 2 also recalls round 1
     together = float(re.search(r"rounds together: ([\d.]+) s \(2 rounds", report).group(1))
     assert together == pytest.approx(sum(float(row["seconds"]) for row in rows), abs=0.02)
@@ -244,3 +250,91 @@ def test_startup_bench_prints_the_ratio_against_bare_typer() -> None:
     ratio = float(re.search(r"(\d+\.\d+)x", ratio_line).group(1))
     assert 0 < ratio < 100
     assert text.splitlines()[-1].endswith(": none")  # no pandas, pyarrow, Ray or llama.cpp
+
+
+def _scored_prefixes(answer: str, max_tokens: int, low: int, high: int) -> set[str]:
+    """The trie nodes an answer's path scored (one digit per token): the root, then each prefix
+    after which another digit may follow, below max_tokens."""
+    from workbench.llm.grammar import integer_can_continue
+
+    return {
+        answer[:k]
+        for k in range(len(answer) + 1)
+        if k < max_tokens and (k == 0 or integer_can_continue(answer[:k], low, high))
+    }
+
+
+@pytest.mark.slow
+def test_scale_bench_counts_what_the_bundles_record(tmp_path) -> None:
+    from workbench.bench.embedded import bench_config, embedded_model
+    from workbench.bench.scale import scale_bench
+    from workbench.llm.llamacpp_nodes import EmbeddedNodeScorer
+    from workbench.results import Bundle
+
+    config = bench_config(n=20, rounds=1)
+    low, high, max_tokens = int(config.game.low), int(config.game.high), config.model.max_tokens
+    vocab = EmbeddedNodeScorer(embedded_model(config))._vocabulary(low, high)
+    # one digit a token (the other pieces are dashes, which a range from 0 never allows)
+    assert low >= 0 and all(len(p) == 1 for _, p in vocab.pieces if p.strip("-"))
+    report = scale_bench(
+        ns="60,20", rounds=1, baseline_max_n=20, exact_agents=3, out=tmp_path, timeout=300
+    )
+    data = report.as_dict()
+    assert [run["n"] for run in data["runs"]] == [20, 60]
+    assert data["exact"] == {"verdict": "yes", "checked": 3, "mismatches": 0}
+    text = report.text()
+    assert "exact: yes (check_exact, first 3 agents at N=20, every round: 3 answers" in text
+    rows = _rows(text, "N round")
+    for run, row in zip(data["runs"], rows, strict=True):
+        assert run["error"] is None and run["sampling"] == "workbench"
+        (cost,) = run["rounds"]
+        bundle = Bundle.open(run["bundle"])
+        frame = bundle.responses().merge(bundle.personas()[["agent_id", "persona"]])
+        assert len(frame) == cost["answers"] == run["n"] == int(row["N"].replace(",", ""))
+        assert cost["prompts"] == frame["persona"].nunique() == int(row["prompts"])
+        assert cost["leaves"] == frame.groupby(["persona", "raw"], observed=True).ngroups
+        scored = {
+            persona: set().union(*(_scored_prefixes(a, max_tokens, low, high) for a in answers))
+            for persona, answers in frame.groupby("persona", observed=True)["raw"]
+        }
+        assert cost["nodes_asked"] == sum(map(len, scored.values())) == int(row["asked"])
+        paths = [len(_scored_prefixes(a, max_tokens, low, high)) for a in frame["raw"]]
+        assert cost["draws"] == sum(paths) == int(row["draws"])
+        # a fresh process: every node asked is evaluated once (the memo serves repeats only)
+        assert cost["prompts"] <= cost["nodes"] <= cost["nodes_asked"]
+        assert cost["nodes"] == int(row["nodes"])
+        assert cost["decoded"] >= cost["nodes"] - cost["prompts"]  # a decode per child node
+        assert 0 < cost["evaluated"] <= frame["prompt_tokens"].sum()
+        assert 0 < cost["score_s"] <= cost["seconds"]
+        assert cost["seconds"] == pytest.approx(float(bundle.rounds()["seconds"].iloc[0]))
+        assert run["peak_mib"] > 100  # the model is loaded in the child
+    (base,) = data["baseline"]
+    assert base["n"] == 20 and base["sampling"] == "server" and base["error"] is None
+    assert base["rounds"][0]["prompts"] == 20  # one request per agent
+    assert Bundle.open(base["bundle"]).model["sampling"]["mode"] == "server"
+    assert data["baseline_comparison"]["n"] == 20
+    assert re.search(r"baseline at N=20: per-agent [\d.]+ s, distribution mode [\d.]+ s", text)
+    assert {t["verdict"] for t in data["targets"]} == {"not measured"}  # no N=100
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["-n", "abc"], "-n: give agent counts separated by commas, e.g. 100,10000; got 'abc'"),
+        (["-n", "100,0"], "-n: each agent count must be 1 to 10,000,000; got '100,0'"),
+        (["-n", "100", "--backend", "dask"], "--backend: use local or ray, got 'dask'"),
+        (["-n", "100", "--rounds", "0"], "--rounds: play at least one round, got 0"),
+    ],
+)
+def test_scale_bench_names_a_bad_option(tmp_path, args: list[str], needle: str) -> None:
+    from cli_helpers import assert_user_error, in_process
+
+    assert_user_error(in_process(["bench", "scale", *args], cwd=tmp_path), needle)
+
+
+def test_loglog_slope_is_the_power_of_n() -> None:
+    from workbench.bench.scale import loglog_slope
+
+    assert loglog_slope([100, 1000, 10000], [1.0, 10.0, 100.0]) == pytest.approx(1.0)
+    assert loglog_slope([100, 10000], [3.0, 3.0]) == pytest.approx(0.0)
+    assert loglog_slope([100], [3.0]) != loglog_slope([100], [3.0])  # nan: one N

@@ -8,6 +8,10 @@ evaluated / prompt tokens/s + decoded / decode tokens/s, with both rates measure
 run just before the rounds and again after them (the faster counts). Optionally the same rounds
 beside one busy process, and on the Ray backend with their responses compared; always the
 no-reuse baseline: round 1's first prompts, each evaluated from a cleared context.
+
+It measures the per-agent path (`model.sampling: server`, one generation per agent, whatever the
+config says): the floor is per-agent tokens. Distribution mode, whose cost is its distinct
+prompts and answer-trie nodes, is measured by `workbench bench scale`.
 """
 
 from __future__ import annotations
@@ -119,9 +123,11 @@ def bench_config(
     n: int | None = None,
     rounds: int | None = None,
     seed: int | None = None,
+    sampling: str = "server",
 ) -> RunConfig:
-    """The config to bench (the packaged quickstart by default) with the overrides given and
-    no response cache; ConfigError unless its LLM agents ask one embedded model."""
+    """The config to bench (the packaged quickstart by default) with the overrides given, no
+    response cache and answers drawn by `sampling` (server: one generation per agent;
+    workbench: distribution mode); ConfigError unless its LLM agents ask one embedded model."""
     from workbench._examples import example_path
 
     source = path if path is not None else example_path("quickstart")
@@ -131,6 +137,7 @@ def bench_config(
     if rounds is not None:
         data["game"]["rounds"] = rounds
     data["model"]["cache"] = None  # every answer from the engine, on every backend
+    data["model"]["sampling"] = sampling
     config = validate(RunConfig, data, f"{source} (with command-line overrides)")
     _check_embedded(config, source)
     return config
@@ -299,6 +306,8 @@ def _header(config: RunConfig, model: LlamaCppModel, before: Rates, after: Rates
         f"threads {threads})",
         f"config {config.name}: {config.n_agents} agents, {config.game.rounds} rounds, "
         f"seed {config.seed}, population {population}",
+        "sampling: server (one generation per agent; `workbench bench scale` measures "
+        "distribution mode)",
         f"engine rates before the rounds: {before.describe()}",
         f"engine rates after the rounds:  {after.describe()}",
     ]

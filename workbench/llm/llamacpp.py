@@ -247,7 +247,7 @@ class EngineCounters:
     """What the engine did since the counters were last reset: requests, prompt tokens given
     and actually evaluated (the rest came from the cache), tokens generated and those decoded
     (a generated token after which the grammar allows only the end is never decoded), the
-    answer-trie nodes scored in distribution mode, the
+    answer-trie nodes scored in distribution mode and the seconds spent scoring them, the
     seconds spent evaluating prompts and generating, and the requests at each thread count."""
 
     requests: int = 0
@@ -256,6 +256,7 @@ class EngineCounters:
     generated_tokens: int = 0
     decoded_tokens: int = 0
     nodes: int = 0  # answer-trie nodes scored (distribution mode)
+    score_s: float = 0.0  # seconds spent scoring them (their prompts and answer tokens)
     prompt_s: float = 0.0
     generate_s: float = 0.0
     busy_s: float = 0.0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -97,23 +98,32 @@ class EmbeddedNodeScorer:
 
     def _node(self, node: Node) -> np.ndarray:
         key = (node.prompt, node.prefix)
+        kept = self._remembered(key)
+        if kept is None:
+            engine = self.model._engine
+            with engine.lock:
+                # shards of this process score at once: one of them may have scored it meanwhile
+                kept = self._remembered(key)
+                if kept is None:
+                    start = time.perf_counter()
+                    full = self._evaluate(engine, node)
+                    kept = full[self._candidates()].astype(np.float64)
+                    self.model.counters.nodes += 1
+                    self.model.counters.score_s += time.perf_counter() - start
+                    with self._memo_lock:
+                        self._memo[key] = kept
+                        if len(self._memo) > MEMO_NODES:
+                            self._memo.popitem(last=False)
+        return kept[np.searchsorted(self._candidates(), node.allowed)]
+
+    def _remembered(self, key: tuple[tuple[int, ...], tuple[int, ...]]) -> np.ndarray | None:
+        """A scored node's allowed logits from the memo (None if not there)."""
         with self._memo_lock:
             known = self._memo.get(key)
             if known is not None:
                 self._memo.move_to_end(key)
                 self.memo_hits += 1
-                return known[np.searchsorted(self._candidates(), node.allowed)]
-        engine = self.model._engine
-        with engine.lock:
-            full = self._evaluate(engine, node)
-            candidates = self._candidates()
-            kept = full[candidates].astype(np.float64)
-            self.model.counters.nodes += 1
-        with self._memo_lock:
-            self._memo[key] = kept
-            if len(self._memo) > MEMO_NODES:
-                self._memo.popitem(last=False)
-        return kept[np.searchsorted(candidates, node.allowed)]
+            return known
 
     def _candidates(self) -> np.ndarray:
         return self.model._engine.integer_tokens()
