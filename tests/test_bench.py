@@ -268,6 +268,7 @@ def _scored_prefixes(answer: str, max_tokens: int, low: int, high: int) -> set[s
 def test_scale_bench_counts_what_the_bundles_record(tmp_path) -> None:
     from workbench.bench.embedded import bench_config, embedded_model
     from workbench.bench.scale import scale_bench
+    from workbench.bench.scale_report import report_dict, report_text
     from workbench.llm.llamacpp_nodes import EmbeddedNodeScorer
     from workbench.results import Bundle
 
@@ -279,10 +280,10 @@ def test_scale_bench_counts_what_the_bundles_record(tmp_path) -> None:
     report = scale_bench(
         ns="60,20", rounds=1, baseline_max_n=20, exact_agents=3, out=tmp_path, timeout=300
     )
-    data = report.as_dict()
+    data = report_dict(report)
     assert [run["n"] for run in data["runs"]] == [20, 60]
     assert data["exact"] == {"verdict": "yes", "checked": 3, "mismatches": 0}
-    text = report.text()
+    text = report_text(report)
     assert "exact: yes (check_exact, first 3 agents at N=20, every round: 3 answers" in text
     rows = _rows(text, "N round")
     for run, row in zip(data["runs"], rows, strict=True):

@@ -70,6 +70,7 @@ def bench_scale(
     import json
 
     from workbench.bench.scale import scale_bench
+    from workbench.bench.scale_report import report_dict, report_text
 
     report = scale_bench(
         config,
@@ -84,7 +85,7 @@ def bench_scale(
         timeout=timeout,
         out=out,
     )
-    typer.echo(json.dumps(report.as_dict(), indent=1) if as_json else report.text())
+    typer.echo(json.dumps(report_dict(report), indent=1) if as_json else report_text(report))
 
 
 @bench_app.command("served")

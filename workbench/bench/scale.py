@@ -211,26 +211,6 @@ class ScaleReport:
     baseline_seconds: float
     exact_agents: int
 
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for `--json`: the runs, the slope, the exactness and the targets."""
-        from workbench.bench.scale_report import summary
-
-        return {
-            "config": self.config,
-            "rounds": self.rounds,
-            "seed": self.seed,
-            "backend": self.backend,
-            "runs": [asdict(r) for r in self.runs],
-            "baseline": [asdict(r) for r in self.baseline],
-            **summary(self),
-        }
-
-    def text(self) -> str:
-        """The report as aligned text."""
-        from workbench.bench.scale_report import report_text
-
-        return report_text(self)
-
 
 def scale_bench(
     config_path: Path | None = None,

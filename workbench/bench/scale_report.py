@@ -4,12 +4,10 @@ the issue's targets, as text and as plain data (`--json`), from a `ScaleReport`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict
+from typing import Any
 
-from workbench.bench.scale import RoundScale, ScaleRun, loglog_slope
-
-if TYPE_CHECKING:
-    from workbench.bench.scale import ScaleReport
+from workbench.bench.scale import RoundScale, ScaleReport, ScaleRun, loglog_slope
 
 GIB = 1024.0
 
@@ -150,6 +148,20 @@ BASELINE_COLUMNS: list[tuple[str, int, Callable[..., str]]] = [
     ("s/agent", 8, lambda run, r: f"{r.seconds / run.n:.4f}"),
     ("peak_MiB", 8, lambda run, r: f"{run.peak_mib:.0f}"),
 ]
+
+
+def report_dict(report: ScaleReport) -> dict[str, Any]:
+    """Plain data for `--json`: the settings, the runs, the slope, the exactness and the
+    targets."""
+    return {
+        "config": report.config,
+        "rounds": report.rounds,
+        "seed": report.seed,
+        "backend": report.backend,
+        "runs": [asdict(r) for r in report.runs],
+        "baseline": [asdict(r) for r in report.baseline],
+        **summary(report),
+    }
 
 
 def report_text(report: ScaleReport) -> str:
