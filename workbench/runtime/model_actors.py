@@ -185,7 +185,7 @@ class RemoteModel(ChatModel):
         try:
             return list(await self.handle.generate.remote(list(requests), params))
         except RayActorError as exc:
-            error = f"model actor {self.engine} died: {str(exc).splitlines()[0]}"
+            error = self._died(exc)
             return [ChatResult(None, error=error, error_kind="model_error") for _ in requests]
 
     def draws_answers(self) -> bool:
@@ -207,7 +207,7 @@ class RemoteModel(ChatModel):
         try:
             answers, done = await self.handle.draw_answers.remote(list(groups), params, uniforms)
         except RayActorError as exc:
-            error = f"model actor {self.engine} died: {str(exc).splitlines()[0]}"
+            error = self._died(exc)
             return [
                 GroupAnswers([], [], np.zeros(len(g.agent_ids), dtype=np.int64), 0, error=error)
                 for g in groups
@@ -216,3 +216,7 @@ class RemoteModel(ChatModel):
         for group, answer in zip(groups, answers, strict=True):
             report_group(group, answer)
         return answers
+
+    def _died(self, exc: Exception) -> str:
+        """The error every answer of a model actor that stays dead records."""
+        return f"model actor {self.engine} died: {str(exc).splitlines()[0]}"
