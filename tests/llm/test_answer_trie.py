@@ -33,10 +33,12 @@ class HashScorer:
     """Logits a pure function of (prompt, prefix, token): a model whose answers depend on the
     prompt and the tokens so far, nothing else."""
 
-    def __init__(self, concurrent: bool, fail_prompt: str | None = None) -> None:
+    def __init__(self, concurrent: bool, fail_prompt: str | None = None, window: int = 1) -> None:
         self.concurrent = concurrent
         self.fail_prompt = fail_prompt
+        self.window = window
         self.scored: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        self.calls = 0
 
     def describe(self) -> dict[str, str]:
         return {"nodes": "hash"}
@@ -48,6 +50,7 @@ class HashScorer:
         return [tuple(r.messages[0]["content"].encode()) for r in requests]
 
     async def score(self, nodes: Sequence[Node]) -> list[np.ndarray]:
+        self.calls += 1
         out = []
         for node in nodes:
             if self.fail_prompt is not None and bytes(node.prompt).decode() == self.fail_prompt:
@@ -92,15 +95,18 @@ def uniforms(ids: np.ndarray, depth: int) -> np.ndarray:
     return streams.uniform(5, ids, 2, STEP_STREAM + depth)
 
 
-@pytest.mark.parametrize("concurrent", [False, True])
+@pytest.mark.parametrize(("concurrent", "window"), [(False, 1), (False, 2), (False, 64), (True, 1)])
 @pytest.mark.parametrize(("low", "high"), [(0, 100), (-20, 35)])
-def test_every_agent_draws_what_it_draws_alone(concurrent: bool, low: int, high: int) -> None:
+def test_every_agent_draws_what_it_draws_alone(
+    concurrent: bool, window: int, low: int, high: int
+) -> None:
+    """Alone, two walks in step (a window refilled as walks finish) or all of them."""
     params = SamplingParams(temperature=1.3, top_p=0.98, max_tokens=5)
     prompts = ["persona a", "persona b", "persona c"]
     rng = np.random.default_rng(0)
     ids = rng.permutation(3000).astype(np.int64)
     groups = [PromptGroup(request(p, low, high), ids[i::3]) for i, p in enumerate(prompts)]
-    scorer = HashScorer(concurrent)
+    scorer = HashScorer(concurrent, window=window)
     counts = TrieCounts()
     answers = asyncio.run(draw_answers(scorer, groups, params, uniforms, counts))
     drawn_texts = set()
@@ -131,12 +137,29 @@ def scorer_can_end(text: str) -> bool:
     return IntegerVocabulary(DIGITS, END, 0, 100).can_continue(text)
 
 
-def test_a_failing_group_fails_alone() -> None:
+@pytest.mark.parametrize(("concurrent", "window"), [(True, 1), (False, 1), (False, 8)])
+def test_a_failing_group_fails_alone(concurrent: bool, window: int) -> None:
+    """A failure is its own group's, also when its nodes were scored with other walks'."""
     params = SamplingParams()
-    groups = [PromptGroup(request(p), np.arange(i * 10, i * 10 + 10)) for i, p in enumerate("ab")]
-    answers = asyncio.run(draw_answers(HashScorer(True, fail_prompt="a"), groups, params, uniforms))
-    assert answers[0].error is not None and "HTTP 500" in answers[0].error
-    assert answers[1].error is None and len(answers[1].leaf) == 10
+    groups = [PromptGroup(request(p), np.arange(i * 10, i * 10 + 10)) for i, p in enumerate("abc")]
+    scorer = HashScorer(concurrent, fail_prompt="b", window=window)
+    answers = asyncio.run(draw_answers(scorer, groups, params, uniforms))
+    assert answers[1].error is not None and "HTTP 500" in answers[1].error
+    for ok in (answers[0], answers[2]):
+        assert ok.error is None and len(ok.leaf) == 10
+
+
+def test_walks_in_step_share_score_calls() -> None:
+    """With a window, one call scores a depth of many groups: calls follow depths, not groups."""
+    params = SamplingParams(temperature=1.0, max_tokens=4)
+    groups = [PromptGroup(request(f"p{i}"), np.arange(i * 50, i * 50 + 50)) for i in range(20)]
+    one, many = HashScorer(False), HashScorer(False, window=64)
+    alone_answers = asyncio.run(draw_answers(one, groups, params, uniforms))
+    together = asyncio.run(draw_answers(many, groups, params, uniforms))
+    for a, b in zip(alone_answers, together, strict=True):
+        assert [a.texts[i] for i in a.leaf] == [b.texts[i] for i in b.leaf]
+    assert many.calls <= params.max_tokens < 20 <= one.calls
+    assert sorted(one.scored) == sorted(many.scored)
 
 
 def test_max_tokens_cuts_the_answer() -> None:

@@ -46,6 +46,7 @@ class RoundScale:
     nodes_asked: int | None = None  # trie nodes the walks asked for (memo hits included)
     evaluated: int | None = None  # prompt tokens evaluated
     decoded: int | None = None  # answer tokens decoded
+    row_calls: int | None = None  # llama_decode calls they took (batched: fewer)
     draws: int | None = None  # agent-steps drawn
     answers: int | None = None  # agents answered
     leaves: int | None = None  # distinct (prompt, answer) pairs
@@ -135,6 +136,7 @@ def measure(spec: ChildSpec) -> ScaleRun:
         if model is not None and isinstance(backend, LocalBackend):
             counters = model.counters
             cost.evaluated, cost.decoded = counters.evaluated_tokens, counters.decoded_tokens
+            cost.row_calls = counters.row_calls
             if spec.sampling == "server":
                 cost.prompts = counters.requests
             else:

@@ -132,6 +132,7 @@ DISTRIBUTION_COLUMNS: list[tuple[str, int, Callable[..., str]]] = [
     ("asked", 6, lambda run, r: _cell(r.nodes_asked)),
     ("evaluated", 9, lambda run, r: _cell(r.evaluated)),
     ("decodes", 7, lambda run, r: _cell(r.decoded)),
+    ("rows/call", 9, lambda run, r: _cell(_rows_per_call(r), ".1f")),
     ("draws", 9, lambda run, r: _cell(r.draws)),
     ("score_s", 7, lambda run, r: _cell(r.score_s, ".2f")),
     ("s/node", 7, lambda run, r: _cell(_per_node(r)[0], ".4f")),
@@ -148,6 +149,11 @@ BASELINE_COLUMNS: list[tuple[str, int, Callable[..., str]]] = [
     ("s/agent", 8, lambda run, r: f"{r.seconds / run.n:.4f}"),
     ("peak_MiB", 8, lambda run, r: f"{run.peak_mib:.0f}"),
 ]
+
+
+def _rows_per_call(r: RoundScale) -> float | None:
+    """Answer rows per llama_decode call that carried any (1: every row decoded alone)."""
+    return r.decoded / r.row_calls if r.decoded is not None and r.row_calls else None
 
 
 def report_dict(report: ScaleReport) -> dict[str, Any]:
@@ -173,7 +179,8 @@ def report_text(report: ScaleReport) -> str:
         "distribution mode (sampling: workbench):",
         *_table(report.runs, DISTRIBUTION_COLUMNS),
         "nodes: trie nodes evaluated on the engine (asked: by the walks, memo hits included); "
-        "evaluated: prompt tokens; draws: agent-steps; score_s: seconds scoring nodes",
+        "evaluated: prompt tokens; decodes: answer tokens decoded (rows/call: to one "
+        "llama_decode); draws: agent-steps; score_s: seconds scoring nodes",
     ]
     slope = data["slope"]
     lines.append(

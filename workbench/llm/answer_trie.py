@@ -12,8 +12,9 @@ alone: its node logits do not depend on who else asked (the engines evaluate eve
 same canonical way), and its uniforms are its own.
 
 The walk of one group is a generator (`walk`) that yields the nodes of one depth to be scored
-and receives their logits, so one walker serves a model in this process (`drive`, nodes scored
-in order) and a server (many groups' walks in flight at once).
+and receives their logits, so one walker serves a model in this process (a window of walks in
+step, each step's nodes scored in one call: `_walk_together`) and a server (many groups' walks
+in flight at once).
 """
 
 from __future__ import annotations
@@ -264,38 +265,158 @@ async def draw_answers(
     uniforms: Callable[[np.ndarray, int], np.ndarray],
     counts: TrieCounts | None = None,
 ) -> list[GroupAnswers]:
-    """Every group's answers through `scorer`: one group after another for a model in this
-    process, all groups at once for a server (the scorer bounds its own concurrency)."""
+    """Every group's answers through `scorer`: all groups at once for a server (the scorer
+    bounds its own concurrency); for a model in this process, `scorer.window` groups' walks
+    in step, in prompt order (`_walk_together`)."""
     counts = counts if counts is not None else TrieCounts()
     if not groups:
         return []
     prompts = await scorer.prompt_tokens([g.request for g in groups])
     counts.prompts += len(groups)
 
-    async def one(group: PromptGroup, prompt: tuple[int, ...]) -> GroupAnswers:
-        constraint = group.request.constraint
-        if constraint is None or constraint.integer_range is None:
-            raise ValueError("distribution mode draws integer answers only")
-        start = time.perf_counter()
-        try:
-            vocab = await scorer.vocabulary(*constraint.integer_range)
-            steps = walk(prompt, group.agent_ids, vocab, params, uniforms, counts)
-            answers = await _drive(steps, scorer.score)
-        except (ModelError, ValueError, RuntimeError, OSError) as exc:
-            leaf = np.zeros(len(group.agent_ids), dtype=np.int64)
-            error = f"{type(exc).__name__}: {exc}"
-            answers = GroupAnswers([], [], leaf, len(prompt), error=error)
-        answers.seconds = time.perf_counter() - start
-        report_group(group, answers)
-        return answers
-
     if scorer.concurrent:
-        pairs = zip(groups, prompts, strict=True)
-        return list(await asyncio.gather(*(one(g, p) for g, p in pairs)))
-    # in prompt order, so that each prompt shares the most pieces with the one before it
+        return list(
+            await asyncio.gather(
+                *(
+                    _walk_alone(scorer, g, p, params, uniforms, counts)
+                    for g, p in zip(groups, prompts, strict=True)
+                )
+            )
+        )
+    # in prompt order, so that each prompt shares the most pieces with the ones before it
+    order = sorted(range(len(groups)), key=prompts.__getitem__)
+    return await _walk_together(scorer, groups, prompts, order, params, uniforms, counts)
+
+
+async def _start(
+    scorer: NodeScorer,
+    group: PromptGroup,
+    prompt: tuple[int, ...],
+    params: SamplingParams,
+    uniforms: Callable[[np.ndarray, int], np.ndarray],
+    counts: TrieCounts,
+) -> Generator[list[Node], list[np.ndarray], GroupAnswers]:
+    """A group's walk, ready to yield its root."""
+    constraint = group.request.constraint
+    if constraint is None or constraint.integer_range is None:
+        raise ValueError("distribution mode draws integer answers only")
+    vocab = await scorer.vocabulary(*constraint.integer_range)
+    return walk(prompt, group.agent_ids, vocab, params, uniforms, counts)
+
+
+def _failed(group: PromptGroup, prompt: tuple[int, ...], exc: BaseException) -> GroupAnswers:
+    """Every agent of a group failed, with the model's error."""
+    leaf = np.zeros(len(group.agent_ids), dtype=np.int64)
+    return GroupAnswers([], [], leaf, len(prompt), error=f"{type(exc).__name__}: {exc}")
+
+
+_FAILURES = (ModelError, ValueError, RuntimeError, OSError)
+
+
+async def _walk_alone(
+    scorer: NodeScorer,
+    group: PromptGroup,
+    prompt: tuple[int, ...],
+    params: SamplingParams,
+    uniforms: Callable[[np.ndarray, int], np.ndarray],
+    counts: TrieCounts,
+) -> GroupAnswers:
+    """One group's walk to its end (a server: many of these in flight at once)."""
+    start = time.perf_counter()
+    try:
+        steps = await _start(scorer, group, prompt, params, uniforms, counts)
+        answers = await _drive(steps, scorer.score)
+    except _FAILURES as exc:
+        answers = _failed(group, prompt, exc)
+    answers.seconds = time.perf_counter() - start
+    report_group(group, answers)
+    return answers
+
+
+@dataclass
+class _Walking:
+    index: int
+    steps: Generator[list[Node], list[np.ndarray], GroupAnswers]
+    nodes: list[Node]
+    start: float
+
+
+async def _walk_together(
+    scorer: NodeScorer,
+    groups: Sequence[PromptGroup],
+    prompts: Sequence[tuple[int, ...]],
+    order: Sequence[int],
+    params: SamplingParams,
+    uniforms: Callable[[np.ndarray, int], np.ndarray],
+    counts: TrieCounts,
+) -> list[GroupAnswers]:
+    """Up to `scorer.window` groups' walks in step, in `order`: each step scores the nodes of
+    them all in one call (a model in this process batches their answer rows); a finished walk
+    makes room for the next group, unless the scorer is not `accepting` new walks (its node
+    slots clear once the walks in flight are done). A call that fails is retried walk by walk,
+    so a failure is the group's own."""
     answers: list[GroupAnswers | None] = [None] * len(groups)
-    for i in sorted(range(len(groups)), key=prompts.__getitem__):
-        answers[i] = await one(groups[i], prompts[i])
+    window = max(1, getattr(scorer, "window", 1))
+    accepting = getattr(scorer, "accepting", lambda: True)
+    waiting = iter(order)
+    walking: list[_Walking] = []
+
+    def finish(index: int, done: GroupAnswers, start: float) -> None:
+        done.seconds = time.perf_counter() - start
+        answers[index] = done
+        report_group(groups[index], done)
+
+    def advance(walker: _Walking, scores: list[np.ndarray]) -> bool:
+        """Send a walk its logits; False once it has finished."""
+        try:
+            walker.nodes = walker.steps.send(scores)
+            return True
+        except StopIteration as stop:
+            finish(walker.index, stop.value, walker.start)
+        except _FAILURES as exc:
+            fail(walker, exc)
+        return False
+
+    def fail(walker: _Walking, exc: BaseException) -> None:
+        walker.steps.close()
+        index = walker.index
+        finish(index, _failed(groups[index], prompts[index], exc), walker.start)
+
+    while True:
+        while len(walking) < window and (not walking or accepting()):
+            index = next(waiting, None)
+            if index is None:
+                break
+            start = time.perf_counter()
+            group, prompt = groups[index], prompts[index]
+            try:
+                steps = await _start(scorer, group, prompt, params, uniforms, counts)
+                walking.append(_Walking(index, steps, next(steps), start))
+            except StopIteration as stop:
+                finish(index, stop.value, start)
+            except _FAILURES as exc:
+                finish(index, _failed(group, prompt, exc), start)
+        if not walking:
+            break
+        try:
+            scores = await scorer.score([node for w in walking for node in w.nodes])
+        except _FAILURES:
+            scores = None
+        still: list[_Walking] = []
+        at = 0
+        for walker in walking:
+            if scores is None:
+                try:
+                    mine = await scorer.score(walker.nodes)
+                except _FAILURES as exc:
+                    fail(walker, exc)
+                    continue
+            else:
+                mine = scores[at : at + len(walker.nodes)]
+                at += len(walker.nodes)
+            if advance(walker, mine):
+                still.append(walker)
+        walking = still
     return answers  # type: ignore[return-value]
 
 

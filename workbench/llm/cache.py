@@ -250,10 +250,15 @@ class CachedScorer:
         self.owner = owner
         self.cache = cache
         self.concurrent = inner.concurrent
+        self.window = getattr(inner, "window", 1)
         stable = {k: v for k, v in identity.items() if k not in VOLATILE_IDENTITY}
         self._salt = json.dumps(
             {"model": stable, "nodes": inner.describe()}, sort_keys=True, default=str
         )
+
+    def accepting(self) -> bool:
+        """Whether the wrapped scorer takes new walks now."""
+        return getattr(self.inner, "accepting", lambda: True)()
 
     def describe(self) -> dict[str, Any]:
         """The wrapped scorer's description."""

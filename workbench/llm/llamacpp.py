@@ -85,6 +85,8 @@ class _Engine:
     logits: Any = None  # the cached prompt's last logits, as its evaluation left them
     answer: list[int] = field(default_factory=list)  # answer tokens evaluated after the prompt
     answer_logits: list[Any] = field(default_factory=list)  # the logits after each of them
+    slots: Any = None  # the answer-trie node slots (`node_slots`); False where unusable
+    slots_note: str = ""  # what their self-check found
 
     def cuts_after(self, token: int) -> bool:
         """Whether a prompt is cut into pieces after this token: its text ends a line or a
@@ -130,9 +132,16 @@ def _load_once(path: str, n_ctx: int, n_threads: int) -> _Engine:
         n_threads=n_threads,
         n_threads_batch=n_threads,
         n_batch=512,
+        flash_attn=True,  # a row's numbers then do not depend on where its cells lie
     )
     lock = threading.Lock()
-    return _Engine(llm, lock, _chat_formatter(llm, path), RequestPool(lock))
+    engine = _Engine(llm, lock, _chat_formatter(llm, path), RequestPool(lock))
+    _ENGINES.append(engine)
+    return engine
+
+
+_ENGINES: list[_Engine] = []
+"""Every engine loaded, so their node slots are freed before their models (`_unload`)."""
 
 
 class _Vocabulary:
@@ -255,6 +264,7 @@ class EngineCounters:
     evaluated_tokens: int = 0
     generated_tokens: int = 0
     decoded_tokens: int = 0
+    row_calls: int = 0  # llama_decode calls of answer tokens (distribution mode batches them)
     nodes: int = 0  # answer-trie nodes scored (distribution mode)
     score_s: float = 0.0  # seconds spent scoring them (their prompts and answer tokens)
     prompt_s: float = 0.0
@@ -263,8 +273,17 @@ class EngineCounters:
     threads: Counter[int] = field(default_factory=Counter)
 
 
-# free the models while the interpreter still works (llama.cpp's __del__ fails at shutdown)
-atexit.register(_load_once.cache_clear)
+def _unload() -> None:
+    """Free the engines' node-slot contexts, then the models, while the interpreter still
+    works (llama.cpp's __del__ fails at shutdown; a context must go before its model)."""
+    for engine in _ENGINES:
+        if engine.slots:
+            engine.slots.close()
+    _ENGINES.clear()
+    _load_once.cache_clear()
+
+
+atexit.register(_unload)
 atexit.register(_vocabulary.cache_clear)
 
 
@@ -335,6 +354,7 @@ class LlamaCppModel(ChatModel):
             "n_threads": self.n_threads,
             "threads": self.cpu.describe(),
             "prompt_pieces": "cut after newlines and colons",
+            "attention": "flash",
             "sampling": self.sampling_identity(),
         }
 

@@ -23,12 +23,15 @@ import numpy as np
 from workbench.llm.answer_trie import IntegerVocabulary, Node
 from workbench.llm.base import ChatRequest, SamplingParams
 from workbench.llm.llamacpp import _chat_tokens, _decode, _Engine, _last_logits
+from workbench.llm.node_slots import ROWS, Key, NodeSlots, self_check
 from workbench.llm.prefix_pieces import common_prefix
 from workbench.llm.sampler import draw
 
 if TYPE_CHECKING:
     from workbench.llm.llamacpp import LlamaCppModel
 
+SELF_CHECK_PROMPT = b"<|im_start|>user\nPick a whole number from 0 to 100.\nYour number:"
+"""The prompt the node slots are checked on (`node_slots.self_check`)."""
 MEMO_NODES = 200_000
 """Node logits kept in memory (a few allowed logits each), most recently used first."""
 
@@ -37,10 +40,11 @@ class EmbeddedNodeScorer:
     """Scores trie nodes on a `LlamaCppModel`'s engine, one group at a time."""
 
     concurrent = False
+    window = 64  # groups walked in step: their answer rows share decodes (`node_slots`)
 
     def __init__(self, model: LlamaCppModel) -> None:
         self.model = model
-        self._memo: OrderedDict[tuple[tuple[int, ...], tuple[int, ...]], np.ndarray] = OrderedDict()
+        self._memo: OrderedDict[Key, np.ndarray] = OrderedDict()
         self._memo_lock = threading.Lock()
         self.memo_hits = 0
 
@@ -49,6 +53,8 @@ class EmbeddedNodeScorer:
         return {
             "nodes": "prompt in canonical pieces, then each answer token alone",
             "tokens": "the GGUF's own digit tokens",
+            "rows": f"up to {ROWS} answer rows per decode where the engine's self-check "
+            "finds them bitwise equal to decoding each alone",
         }
 
     async def vocabulary(self, low: int, high: int) -> IntegerVocabulary:
@@ -84,39 +90,50 @@ class EmbeddedNodeScorer:
             out.append(tuple(tokens))
         return out
 
+    def accepting(self) -> bool:
+        """Whether new walks may start now (no: the node slots are nearly full, and clear
+        once the walks in flight are done)."""
+        slots = self.model._engine.slots
+        return not (slots and slots.filling)
+
     async def score(self, nodes: Sequence[Node]) -> list[np.ndarray]:
-        """The allowed logits of every node (evaluated in order, sharing what they can)."""
+        """The allowed logits of every node (evaluated together, sharing what they can)."""
         return await asyncio.to_thread(self.score_sync, list(nodes))
 
     def score_sync(self, nodes: list[Node]) -> list[np.ndarray]:
-        """`score` on this thread."""
-        out = []
-        for node in sorted(range(len(nodes)), key=lambda i: nodes[i].prefix):
-            out.append((node, self._node(nodes[node])))
-        out.sort(key=lambda pair: pair[0])
-        return [logits for _, logits in out]
-
-    def _node(self, node: Node) -> np.ndarray:
-        key = (node.prompt, node.prefix)
-        kept = self._remembered(key)
-        if kept is None:
+        """`score` on this thread: memo hits first, the rest evaluated under the engine lock
+        (checked again there: another shard of this process may have scored them)."""
+        keys = [(node.prompt, node.prefix) for node in nodes]
+        kept = {key: self._remembered(key) for key in dict.fromkeys(keys)}
+        if any(v is None for v in kept.values()):
             engine = self.model._engine
             with engine.lock:
-                # shards of this process score at once: one of them may have scored it meanwhile
-                kept = self._remembered(key)
-                if kept is None:
+                missing = [k for k, v in kept.items() if v is None]
+                kept.update({k: self._remembered(k) for k in missing})
+                missing = [k for k in missing if kept[k] is None]
+                if missing:
                     start = time.perf_counter()
-                    full = self._evaluate(engine, node)
-                    kept = full[self._candidates()].astype(np.float64)
-                    self.model.counters.nodes += 1
+                    fresh = self._evaluate(engine, missing)
                     self.model.counters.score_s += time.perf_counter() - start
-                    with self._memo_lock:
-                        self._memo[key] = kept
-                        if len(self._memo) > MEMO_NODES:
-                            self._memo.popitem(last=False)
-        return kept[np.searchsorted(self._candidates(), node.allowed)]
+                    for key, full in zip(missing, fresh, strict=True):
+                        kept[key] = self._keep(key, full)
+        candidates = self._candidates()
+        return [
+            kept[key][np.searchsorted(candidates, node.allowed)]  # type: ignore[index]
+            for key, node in zip(keys, nodes, strict=True)
+        ]
 
-    def _remembered(self, key: tuple[tuple[int, ...], tuple[int, ...]]) -> np.ndarray | None:
+    def _keep(self, key: Key, full: np.ndarray) -> np.ndarray:
+        """A node's allowed logits into the memo."""
+        kept = full[self._candidates()].astype(np.float64)
+        self.model.counters.nodes += 1
+        with self._memo_lock:
+            self._memo[key] = kept
+            if len(self._memo) > MEMO_NODES:
+                self._memo.popitem(last=False)
+        return kept
+
+    def _remembered(self, key: Key) -> np.ndarray | None:
         """A scored node's allowed logits from the memo (None if not there)."""
         with self._memo_lock:
             known = self._memo.get(key)
@@ -128,27 +145,61 @@ class EmbeddedNodeScorer:
     def _candidates(self) -> np.ndarray:
         return self.model._engine.integer_tokens()
 
-    def _evaluate(self, engine: _Engine, node: Node) -> np.ndarray:
-        """The full logits after `node.prompt` + `node.prefix`, each answer token decoded alone."""
+    def _evaluate(self, engine: _Engine, keys: list[Key]) -> list[np.ndarray]:
+        """The full logits of `keys`: in the engine's node slots, rows batched where its
+        self-check showed them exact, else each alone on the engine's own context."""
+        slots = self._slots(engine)
+        threads = self.model.cpu.threads()
+        counters = self.model.counters
+        if slots is None:
+            return [self._alone(engine, key) for key in sorted(keys)]
+        slots.set_threads(threads)
+        before = (slots.evaluated, slots.rows_decoded, slots.row_calls)
+        try:
+            return slots.logits(keys)
+        finally:
+            counters.evaluated_tokens += slots.evaluated - before[0]
+            counters.decoded_tokens += slots.rows_decoded - before[1]
+            counters.row_calls += slots.row_calls - before[2]
+
+    def _slots(self, engine: _Engine) -> NodeSlots | None:
+        """The engine's node slots, made and self-checked on first use (None: they did not
+        give the plain path's numbers here, so every node is evaluated alone)."""
+        if engine.slots is None:
+            slots = NodeSlots(engine.llm, engine.cuts_after)
+            slots.set_threads(self.model.cpu.threads())
+            prompt = tuple(engine.llm.tokenize(SELF_CHECK_PROMPT, add_bos=False, special=True))
+            rows = [int(t) for t in engine.integer_tokens()[:8]]
+            engine.slots_note = self_check(
+                slots, lambda key: self._alone(engine, key), prompt, rows
+            )
+            engine.slots = slots if slots.rows else False
+            engine.forget()
+        return engine.slots or None
+
+    def _alone(self, engine: _Engine, key: Key) -> np.ndarray:
+        """One node's full logits on the engine's own context: the prompt in canonical pieces,
+        then each answer token decoded alone (the plain path)."""
         import llama_cpp
 
         model, llm = self.model, engine.llm
         threads = model.cpu.threads()
         llama_cpp.llama_set_n_threads(llm.ctx, threads, threads)
-        prompt = list(node.prompt)
+        prompt, prefix = list(key[0]), key[1]
         try:
             if engine.cached != prompt or engine.logits is None:
                 model._evaluate(engine, prompt)
-            shared = common_prefix(engine.answer, node.prefix)
-            if shared == len(node.prefix):
+            shared = common_prefix(engine.answer, prefix)
+            if shared == len(prefix):
                 return engine.answer_logits[shared - 1] if shared else engine.logits
             del engine.answer[shared:], engine.answer_logits[shared:]
             llm.n_tokens = len(prompt) + shared
-            for token in node.prefix[shared:]:
+            for token in prefix[shared:]:
                 _decode(llm, [token], logits=True)
                 engine.answer.append(token)
                 engine.answer_logits.append(_last_logits(llm).copy())
                 model.counters.decoded_tokens += 1
+                model.counters.row_calls += 1
         except (ValueError, RuntimeError):
             engine.forget()
             raise
