@@ -213,8 +213,11 @@ def _playing(seen: list, shard_size: int) -> list[ShardProgress]:
 
 @pytest.mark.slow
 def test_progress_within_a_shard_as_the_embedded_model_answers(
-    embedded_model, make_config, tmp_path: Path
+    embedded_model, make_config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # one walk at a time: each group's answers are reported as it finishes (with the default
+    # window all six groups' walks go in step and finish within a step of each other)
+    monkeypatch.setattr(embedded_model.node_scorer(), "window", 1)
     config = make_config(
         policy={"kind": "llm"}, n_agents=6, rounds=1, agents_per_shard=6, model={"max_tokens": 3}
     )
