@@ -8,6 +8,7 @@ embedded run's bundle is compared with the CLI's for the same config (its saved
 from __future__ import annotations
 
 import os
+import re
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -80,6 +81,11 @@ def test_an_embedded_run_shows_shards_rounds_and_histogram_as_the_cli_would(
                   RUN_TIMEOUT_MS)  # fmt: skip
     rounds = launcher.locator(".wb-launcher-rounds .tabulator-row")
     watched.until(lambda: rounds.count() == 2, "two rounds in the round table")
+    # numbers formatted for reading: statistics to 2 decimals, seconds to 0.1
+    first = rounds.first
+    for field, shape in (("mean", r"\d+\.\d\d"), ("target", r"\d+\.\d\d"), ("seconds", r"\d+\.\d")):
+        text = first.locator(f'.tabulator-cell[tabulator-field="{field}"]').inner_text().strip()
+        assert re.fullmatch(shape, text), (field, text)
     result = launcher.locator(".wb-launcher-result")
     result.get_by_text("Guesses by education").wait_for()
     result.locator("canvas").first.wait_for()  # the bokeh plots drew

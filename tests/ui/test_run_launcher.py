@@ -208,6 +208,8 @@ def test_a_run_fills_in_its_tables_and_shows_its_result(results: Path) -> None:
     assert set(CSS.values()) - {"wb-launcher-error"} <= classes
     tables = {t.css_classes[0]: t for t in view.select(pn.widgets.Tabulator)}
     assert len(tables[CSS["rounds"]].value) == 3 and tables[CSS["rounds"]].pagination == "remote"
+    shown = {name: f.format for name, f in tables[CSS["rounds"]].formatters.items()}
+    assert shown["mean"] == "0.00" and shown["seconds"] == "0.0"  # the frame keeps exact values
     assert len(tables[CSS["shards"]].value) == 3
     (histogram, by_education) = [p.object for p in view.select(pn.pane.HoloViews)]
     (bars,) = histogram.traverse(lambda e: e, [hv.Histogram])

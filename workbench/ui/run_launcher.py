@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 import panel as pn
 import param
+from bokeh.models.widgets.tables import NumberFormatter
 
 from workbench.config import RunConfig
 from workbench.errors import WorkbenchError
@@ -44,6 +45,7 @@ from workbench.ui.launch_settings import LaunchSettings, quickstart_population
 from workbench.ui.run_tables import (
     LAUNCH_COLUMNS,
     ROUND_COLUMNS,
+    ROUND_FORMATS,
     SHARD_COLUMNS,
     launches_table,
     round_table,
@@ -389,7 +391,12 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             pn.pane.Markdown("### Shards"),
             TextTable.from_param(self.param.shards, css_classes=[CSS["shards"]], **table),
             pn.pane.Markdown("### Rounds"),
-            TextTable.from_param(self.param.round_stats, css_classes=[CSS["rounds"]], **table),
+            TextTable.from_param(
+                self.param.round_stats,
+                css_classes=[CSS["rounds"]],
+                formatters={h: NumberFormatter(format=f) for h, f in ROUND_FORMATS.items()},
+                **table,
+            ),
             pn.bind(self._result_view, self.param.finished_bundle, self.param.plot_by),
             pn.pane.Markdown("### Recent launches"),
             TextTable.from_param(self.param.recent, css_classes=[CSS["launches"]], **table),

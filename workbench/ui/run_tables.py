@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LAUNCH_COLUMNS",
     "ROUND_COLUMNS",
+    "ROUND_FORMATS",
     "SHARD_COLUMNS",
     "launches_table",
     "round_table",
@@ -40,6 +41,15 @@ ROUND_COLUMNS: dict[str, str] = {
     "seconds": "seconds",
 }
 """The round table's columns: header -> round statistic (a `note` column follows)."""
+ROUND_FORMATS: dict[str, str] = {
+    "mean": "0.00",
+    "median": "0.00",
+    "target": "0.00",
+    "winning": "0.[00]",
+    "seconds": "0.0",
+}
+"""How the page shows the round table's numbers (numbro formats): statistics to 2 decimals, a
+winning guess as it was given (up to 2), seconds to 0.1. The frame keeps the exact values."""
 SHARD_COLUMNS = ("shard", "round", "node", "agents", "answered", "state", "errors", "tokens")
 """The per-shard progress table's columns."""
 LAUNCH_COLUMNS = ("launch_id", "started_at", "status", "rounds", "bundle", "error")
