@@ -114,3 +114,22 @@ def test_self_check_passes_here_and_catches_a_difference(scorer) -> None:
         assert slots.rows == 0 and "every node evaluated alone" in note
     finally:
         slots.close()
+
+
+@pytest.mark.parametrize("slots", ["batched", "alone"])
+def test_nodes_out_of_order_come_back_in_order(embedded_model, monkeypatch, slots: str) -> None:
+    """A scorer given nodes in no particular order answers each node with its own logits, with
+    the node slots and on the plain path (where a self-check found the slots inexact)."""
+    from workbench.llm.answer_trie import Node
+    from workbench.llm.llamacpp_nodes import EmbeddedNodeScorer
+
+    engine = embedded_model._engine
+    if slots == "alone":
+        monkeypatch.setattr(engine, "slots", False)
+    scorer = EmbeddedNodeScorer(embedded_model)  # an empty memo
+    allowed = engine.integer_tokens()[:6]
+    digits = [int(t) for t in allowed[:5]]
+    keys = keys_of(prompts(scorer, 4), digits)[::-1]  # reverse prompt order, children first
+    got = scorer.score_sync([Node(p, x, allowed) for p, x in keys])
+    for key, mine, full in zip(keys, got, alone(scorer, keys), strict=True):
+        assert np.array_equal(mine, full[allowed].astype(np.float64)), key

@@ -151,8 +151,12 @@ class EmbeddedNodeScorer:
         slots = self._slots(engine)
         threads = self.model.cpu.threads()
         counters = self.model.counters
-        if slots is None:
-            return [self._alone(engine, key) for key in sorted(keys)]
+        if slots is None:  # in prompt order, so each prompt shares the most with the one before
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+            full: list[np.ndarray] = [np.empty(0)] * len(keys)
+            for i in order:
+                full[i] = self._alone(engine, keys[i])
+            return full
         slots.set_threads(threads)
         before = (slots.evaluated, slots.rows_decoded, slots.row_calls)
         try:
@@ -173,6 +177,8 @@ class EmbeddedNodeScorer:
             engine.slots_note = self_check(
                 slots, lambda key: self._alone(engine, key), prompt, rows
             )
+            if not slots.rows:
+                slots.close()  # its context is never used
             engine.slots = slots if slots.rows else False
             engine.forget()
         return engine.slots or None
