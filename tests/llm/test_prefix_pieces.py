@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from workbench.llm.prefix_pieces import (
+    chunks,
     common_prefix,
     piece_starts,
     pieces,
@@ -62,3 +63,8 @@ def test_no_reuse_where_the_two_prompts_were_cut_differently() -> None:
     starts = prompt_pieces(tokens, lambda t: t == NEWLINE)
     assert starts == [0, 2, 5, 8]
     assert reusable_prefix(tokens, starts, cached, cached_starts) == 2
+
+
+def test_chunks_count_n_batch_from_each_piece_start() -> None:
+    assert chunks([0, 3, 10], 0, 12, 4) == [(0, 3), (3, 7), (7, 10), (10, 12)]
+    assert chunks([0, 3, 10], 3, 12, 4) == [(3, 7), (7, 10), (10, 12)]  # from a reused prefix

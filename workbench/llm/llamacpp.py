@@ -34,7 +34,7 @@ from workbench.llm.base import (
 from workbench.llm.cpu_share import CpuShare, usable_cores
 from workbench.llm.grammar import integer_can_continue, integer_range_grammar
 from workbench.llm.llamacpp_sampling import answer_sampler, integer_candidates
-from workbench.llm.prefix_pieces import pieces, prompt_pieces, reusable_prefix
+from workbench.llm.prefix_pieces import chunks, prompt_pieces, reusable_prefix
 from workbench.llm.request_pool import RequestPool
 
 if TYPE_CHECKING:
@@ -480,10 +480,8 @@ class LlamaCppModel(ChatModel):
             keep = reusable_prefix(tokens, starts, engine.cached, engine.cached_starts)
         engine.cached, engine.cached_starts, engine.logits = [], [], None  # until it is all in
         llm.n_tokens = keep
-        for a, b in pieces(starts, keep, len(tokens)):
-            for c in range(a, b, llm.n_batch):  # n_batch chunks counted from the piece start
-                end = min(b, c + llm.n_batch)
-                _decode(llm, tokens[c:end], logits=end == len(tokens))
+        for c, end in chunks(starts, keep, len(tokens), llm.n_batch):
+            _decode(llm, tokens[c:end], logits=end == len(tokens))
         engine.cached, engine.cached_starts = tokens, starts
         engine.logits = _last_logits(llm).copy()
         self.counters.evaluated_tokens += len(tokens) - keep

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.llm.prefix_pieces import pieces, prompt_pieces, reusable_prefix
+from workbench.llm.prefix_pieces import chunks, prompt_pieces, reusable_prefix
 
 ROWS = 32
 """Most answer rows per decode (bitwise equal to alone measured up to 48 here)."""
@@ -260,15 +260,12 @@ class NodeSlots:
             self._pinned = pinned
         if keep:
             llama_cpp.llama_memory_seq_cp(self.memory, source, seq, 0, keep)
-        last = 0
-        for a, b in pieces(starts, keep, len(tokens)):
-            for c in range(a, b, self.n_batch):  # n_batch chunks counted from the piece start
-                end = min(b, c + self.n_batch)
-                self._decode([(t, c + i, seq) for i, t in enumerate(tokens[c:end])], last=True)
-                last = end - c - 1
+        for c, end in chunks(starts, keep, len(tokens), self.n_batch):
+            rows = [(t, c + i, seq) for i, t in enumerate(tokens[c:end])]
+            self._decode(rows, outputs=1 if end == len(tokens) else 0)
         self.evaluated += len(tokens) - keep
         self._hold(seq, (prompt, ()), starts)
-        return self._row(last)
+        return self._row(len(rows) - 1)
 
     def _rows(self, chunk: list[Key], rest: list[Key]) -> dict[Key, np.ndarray]:
         """One decode for the answer rows of `chunk` after their parents (evaluated first
@@ -294,7 +291,7 @@ class NodeSlots:
                 placed.append((child, self._held[parent].starts))
         finally:
             self._pinned = pinned
-        self._decode(rows, last=False)
+        self._decode(rows, outputs=len(rows))
         self.rows_decoded += len(rows)
         self.row_calls += 1
         out = {}
@@ -303,9 +300,9 @@ class NodeSlots:
             out[key] = self._row(i)
         return out
 
-    def _decode(self, rows: list[tuple[int, int, int]], *, last: bool) -> None:
-        """One llama_decode of (token, position, sequence) rows: logits for the last row only
-        (`last`, a prompt piece) or for every row (answer rows)."""
+    def _decode(self, rows: list[tuple[int, int, int]], *, outputs: int) -> None:
+        """One llama_decode of (token, position, sequence) rows, with logits for the last
+        `outputs` rows (a prompt's last chunk: 1; a chunk before it: 0; answer rows: all)."""
         import llama_cpp
 
         batch = self._batch
@@ -314,7 +311,7 @@ class NodeSlots:
             batch.pos[i] = pos
             batch.n_seq_id[i] = 1
             batch.seq_id[i][0] = seq
-            batch.logits[i] = (i == len(rows) - 1) if last else True
+            batch.logits[i] = i >= len(rows) - outputs
         batch.n_tokens = len(rows)
         code = llama_cpp.llama_decode(self.ctx, batch)
         self.decodes += 1

@@ -75,3 +75,13 @@ def pieces(starts: Sequence[int], begin: int, length: int) -> list[tuple[int, in
     """The (start, end) token ranges still to evaluate from piece start `begin` to `length`."""
     cuts = [s for s in starts if s >= begin] + [length]
     return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+
+
+def chunks(starts: Sequence[int], begin: int, length: int, n_batch: int) -> list[tuple[int, int]]:
+    """The (start, end) ranges each evaluated as one batch from piece start `begin`: every
+    piece in chunks of `n_batch` counted from the piece's own start (the canonical rule)."""
+    return [
+        (c, min(b, c + n_batch))
+        for a, b in pieces(starts, begin, length)
+        for c in range(a, b, n_batch)
+    ]
