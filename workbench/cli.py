@@ -160,10 +160,25 @@ def run_command(
         str | None, typer.Option(help="run a config shipped with the package, e.g. quickstart")
     ] = None,
     run_id: Annotated[str | None, typer.Option(help="the new bundle's folder name")] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="override any config key, e.g. --set game.ratio=1/2 --set model.temperature=0 "
+            "(repeat; the keys a sweep grid takes)",
+        ),
+    ] = None,
+    print_config: Annotated[
+        bool,
+        typer.Option(
+            "--print-config", help="print the config with its overrides as YAML; run nothing"
+        ),
+    ] = False,
 ) -> None:
     """Play a game from CONFIG into a new bundle (or --resume BUNDLE); print the round table."""
     from workbench._examples import example_path
-    from workbench.config import load_run_config, validate
+    from workbench.config import apply_overrides, load_run_config, parse_assignments, to_yaml
     from workbench.errors import ConfigError
     from workbench.results import Bundle
     from workbench.results.writer import check_run_id
@@ -182,6 +197,8 @@ def run_command(
             "--n-agents": n_agents,
             "--rounds": rounds,
             "--backend": backend,
+            "--set": sets or None,
+            "--print-config": print_config or None,
         }
         fixed["--run-id"] = run_id
         given = [name for name, value in fixed.items() if value is not None]
@@ -197,13 +214,15 @@ def run_command(
         cfg = load_run_config(config)
         if base_url:
             cfg = cfg.with_base_urls(base_url, "--base-url")
-        overrides = {"seed": seed, "n_agents": n_agents}
-        data = cfg.model_dump(mode="json") | {k: v for k, v in overrides.items() if v is not None}
-        if rounds is not None:
-            data["game"]["rounds"] = rounds
-        if backend is not None:
-            data["backend"]["kind"] = backend
-        sim = Simulation(validate(type(cfg), data, f"{config} (with command-line overrides)"))
+        flags = {"seed": seed, "n_agents": n_agents, "game.rounds": rounds, "backend.kind": backend}
+        overrides = {k: v for k, v in flags.items() if v is not None}
+        overrides |= parse_assignments(sets or [], "--set")
+        where = f"{config} (with command-line overrides)"
+        cfg = apply_overrides(cfg, overrides, where, base=Path(config).parent)
+        if print_config:
+            typer.echo(to_yaml(cfg, as_written=True), nl=False)
+            return
+        sim = Simulation(cfg)
         if run_id is not None:
             check_run_id(run_id, Path(out if out is not None else cfg.output.dir), "--run-id")
     table = RoundTable()
@@ -333,11 +352,12 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
 
     b = Bundle.open(bundle)
     cfg = b.config
+    game = cfg.game.as_written()
     typer.echo(f"run:     {b.run_id} ({b.status})")
     typer.echo(f"created: {b.created_at}  finished: {b.finished_at}")
     typer.echo(
-        f"game:    ratio={cfg.game.ratio:.4g} offset={cfg.game.offset:g} "
-        f"range=[{cfg.game.low:g}, {cfg.game.high:g}] rounds={cfg.game.rounds} "
+        f"game:    ratio={game['ratio']} offset={game['offset']} "
+        f"range=[{game['low']}, {game['high']}] rounds={cfg.game.rounds} "
         f"({len(b.rounds_done)} done)"
     )
     typer.echo(f"agents:  {cfg.n_agents} ({cfg.policy.kind}), seed {cfg.seed}")

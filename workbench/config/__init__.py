@@ -16,12 +16,21 @@ from workbench.config.base import (
     StrictModel,
     UnionTags,
     format_validation_error,
+    fraction_text,
     parse_number,
     spec_errors,
     template_fields,
 )
 from workbench.config.game import GAME_BOUND, GameSpec, PromptSpec
 from workbench.config.model import PARALLEL_SIZES, ModelSpec
+from workbench.config.overrides import (
+    KEY_PATTERN,
+    apply_overrides,
+    check_keys,
+    overridable,
+    parse_assignments,
+    with_overrides,
+)
 from workbench.config.policy import (
     EXTRACT_NUMBER_CHOICES,
     POLICY_KINDS,
@@ -60,6 +69,12 @@ from workbench.config.yaml_io import (
 )
 
 __all__ = [
+    "KEY_PATTERN",
+    "apply_overrides",
+    "check_keys",
+    "overridable",
+    "parse_assignments",
+    "with_overrides",
     "EXTRACT_NUMBER_CHOICES",
     "GAME_BOUND",
     "MAX_AGENTS",
@@ -91,6 +106,7 @@ __all__ = [
     "UnionTags",
     "YAMLDepthError",
     "format_validation_error",
+    "fraction_text",
     "extract_mode",
     "load_population_spec",
     "load_run_config",

@@ -8,6 +8,7 @@ raise plain `ValueError` (the rule in `workbench.errors`); the spec validators c
 
 from __future__ import annotations
 
+import math
 import re
 import string
 from collections.abc import Iterator
@@ -123,6 +124,24 @@ def parse_number(value: Any) -> Any:
         except (ValueError, ZeroDivisionError):
             raise ValueError(f"expected a number or a fraction like 2/3, got {value!r}") from None
     return value
+
+
+FRACTION_DENOMINATOR = 1000
+"""Largest denominator a number is shown with as a fraction (`2/3`, `51/100`)."""
+
+
+def fraction_text(value: float) -> str:
+    """A number as a researcher writes it where fractions are accepted: `2/3` for
+    0.6666666666666666, `51/100` for 0.51, `100` for 100.0; the exact decimal otherwise.
+    Reading the text back (`parse_number`) gives the same float."""
+    if not math.isfinite(value):
+        return repr(float(value))
+    if value == int(value):
+        return str(int(value))
+    fraction = Fraction(value).limit_denominator(FRACTION_DENOMINATOR)
+    if float(fraction) == value:
+        return f"{fraction.numerator}/{fraction.denominator}"
+    return repr(float(value))
 
 
 def category_key(key: Any, where: str) -> str:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from workbench.config.base import StrictModel, parse_number
+from workbench.config.base import StrictModel, fraction_text, parse_number
 from workbench.errors import ConfigError
 
 GAME_BOUND = 1e12
@@ -56,6 +56,9 @@ class PromptSpec(StrictModel):
 class GameSpec(StrictModel):
     """The "guess p of the average" game: target = offset + ratio * mean(valid guesses)."""
 
+    FRACTIONS: ClassVar[tuple[str, ...]] = ("ratio", "offset", "low", "high")
+    """The fields that accept a fraction written as text (`2/3`), and are shown as one."""
+
     ratio: float = Field(
         2 / 3,
         description="p, the share of the mean that is the target, in (0, 1]; fractions written "
@@ -95,7 +98,7 @@ class GameSpec(StrictModel):
         "each group's statistics are kept per round in groups.parquet; none: one environment",
     )
 
-    @field_validator("ratio", "offset", "low", "high", mode="before")
+    @field_validator(*FRACTIONS, mode="before")
     @classmethod
     def _fractions(cls, value: Any) -> Any:
         return parse_number(value)
@@ -117,6 +120,13 @@ class GameSpec(StrictModel):
                 f"the round statistics), got {value:g}"
             )
         return value
+
+    def as_written(self) -> dict[str, Any]:
+        """The game as JSON data with its fractions as text (`ratio: 2/3`): what a researcher
+        wrote, and what loads back into an equal spec."""
+        data = self.model_dump(mode="json")
+        texts = {name: fraction_text(getattr(self, name)) for name in self.FRACTIONS}
+        return data | {name: text for name, text in texts.items() if "/" in text}
 
     @model_validator(mode="after")
     def _range_ordered(self) -> GameSpec:

@@ -208,9 +208,13 @@ def resolve_population(
     return config.model_copy(update={"population": load_population_spec(candidate)})
 
 
-def to_yaml(model: BaseModel) -> str:
-    """A spec as YAML text that loads back into an equal spec."""
-    return yaml.safe_dump(model.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+def to_yaml(model: BaseModel, *, as_written: bool = False) -> str:
+    """A spec as YAML text that loads back into an equal spec; `as_written`: a run config's
+    game numbers as a researcher writes them (`ratio: 2/3`), for people to read and edit."""
+    data = model.model_dump(mode="json")
+    if as_written and isinstance(model, RunConfig):
+        data["game"] = model.game.as_written()
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
 def save_yaml(model: BaseModel, path: str | Path) -> Path:

@@ -3,8 +3,9 @@
     config = wb.configure("quickstart", {"n_agents": 50, "game.ratio": "1/2"})
     config = wb.configure("quickstart", wb.model_overrides(base_url="http://127.0.0.1:8000/v1"))
 
-The overrides are the keys a sweep grid takes (see `grid`), validated the same way, so a
-notebook's parameters and a sweep's cells mean the same thing.
+The overrides are the keys a sweep grid and `workbench run --set` take, applied by the one
+function (`config.overrides.apply_overrides`), so a notebook's parameters, a sweep's cells and a
+command line mean the same thing.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench._examples import example_names, example_path
-from workbench.config import RunConfig, load_run_config, resolve_population, validate
-from workbench.errors import ConfigError
-from workbench.experiment.grid import check_keys, overridable, with_overrides
+from workbench.config import RunConfig, apply_overrides, load_run_config, resolve_population
 
 
 def base_config(base: RunConfig | str | Path) -> tuple[RunConfig, Path | None]:
@@ -36,14 +35,7 @@ def configure(
     """`base` (a config, an example name or a YAML file) with each dotted key of `overrides`
     replaced, validated: one ConfigError naming the key and the fix for a bad value."""
     config, folder = base_config(base)
-    if not overrides:
-        return config
-    try:
-        check_keys(overrides, "overrides")
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    data = with_overrides(overridable(config), overrides, "overrides")
-    return resolve_population(validate(RunConfig, data, "overrides"), base=folder)
+    return apply_overrides(config, overrides or {}, "overrides", base=folder)
 
 
 def model_overrides(

@@ -18,7 +18,6 @@ folder. Pure: no running here (see `sweep`).
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import itertools
 import json
@@ -32,14 +31,12 @@ from typing import Any
 from pydantic import Field, JsonValue, field_validator
 
 from workbench.config import RunConfig, StrictModel, read_yaml, resolve_population, validate
+from workbench.config.overrides import apply_overrides, check_keys
 from workbench.errors import ConfigError
 from workbench.results.redact import redact
 
 MAX_CELLS = 10_000
 """Most cells one grid may expand to (a typo'd product must not allocate millions)."""
-
-KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_-]+)*$")
-"""A dotted config key: `game.ratio`, `model.name`, `models.small.temperature`."""
 
 UNSWEPT = ("output",)
 """Top-level sections a grid may not override: the sweep's folder decides where bundles go."""
@@ -65,7 +62,7 @@ class GridSpec(StrictModel):
     @field_validator("grid")
     @classmethod
     def _alternatives(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
-        check_keys(value, "grid")
+        check_keys(value, "grid", UNSWEPT)
         for key, values in value.items():
             if isinstance(values, list) and not values:
                 raise ValueError(f"{key}: give at least one value (an empty list runs nothing)")
@@ -75,27 +72,13 @@ class GridSpec(StrictModel):
     @classmethod
     def _cell_keys(cls, value: list[dict[str, JsonValue]]) -> list[dict[str, JsonValue]]:
         for number, overrides in enumerate(value, 1):
-            check_keys(overrides, f"cell {number}")
+            check_keys(overrides, f"cell {number}", UNSWEPT)
         return value
 
     def size(self) -> int:
         """How many cells the grid expands to."""
         product = math.prod(len(v) if isinstance(v, list) else 1 for v in self.grid.values())
         return (product if self.grid else 0) + len(self.cells)
-
-
-def check_keys(overrides: Mapping[str, Any], where: str) -> None:
-    """ValueError for a key that is not a dotted path, names `output`, or overlaps another."""
-    for key in overrides:
-        if not KEY_PATTERN.fullmatch(key):
-            raise ValueError(f"{where}: {key!r} is not a dotted config key like game.ratio")
-        if key.split(".", 1)[0] in UNSWEPT:
-            raise ValueError(
-                f"{where}: {key}: the sweep's folder decides where bundles go; remove it"
-            )
-    for a, b in itertools.permutations(overrides, 2):
-        if b.startswith(a + "."):
-            raise ValueError(f"{where}: {a} and {b} overlap; override one of them")
 
 
 @dataclass(frozen=True)
@@ -166,30 +149,6 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def overridable(config: RunConfig) -> dict[str, Any]:
-    """A config's data as overrides start from: only what was set, so defaults that depend on
-    other keys (a mixed population's `game.group_by: model`) still apply after an override."""
-    return config.model_dump(mode="json", exclude_unset=True)
-
-
-def with_overrides(data: dict[str, Any], overrides: Mapping[str, Any], where: str) -> dict:
-    """A deep copy of config `data` with each dotted key's value replaced (sections created)."""
-    out = copy.deepcopy(data)
-    for key, value in overrides.items():
-        *parents, leaf = key.split(".")
-        section = out
-        for depth, part in enumerate(parents):
-            section = section.setdefault(part, {})
-            if not isinstance(section, dict):
-                above = ".".join(parents[: depth + 1])
-                raise ConfigError(
-                    f"{where}: {key}: {above} holds {section!r}, not a section; "
-                    f"override {above} itself"
-                )
-        section[leaf] = copy.deepcopy(value)
-    return out
-
-
 def _slug(text: str, limit: int) -> str:
     """Text with runs of characters a folder name should not hold as `_`, cut to `limit`."""
     return re.sub(r"[^A-Za-z0-9.-]+", "_", text).strip("_.-")[:limit] or "x"
@@ -242,13 +201,11 @@ def expand_grid(base: RunConfig, grid: GridSpec, *, base_dir: Path | None = None
     if total > MAX_CELLS:
         raise ConfigError(f"grid: {total:,} cells, more than {MAX_CELLS:,}; split the sweep")
     base = resolve_population(base)
-    data = overridable(base)
     cells: list[Cell] = []
     seen: dict[str, int] = {}
     for number, overrides in enumerate(grid_overrides(grid), 1):
         label = cell_label(number, total, overrides)
-        config = validate(RunConfig, with_overrides(data, overrides, label), label)
-        config = resolve_population(config, base=base_dir, source=label)
+        config = apply_overrides(base, overrides, label, base=base_dir, reserved=UNSWEPT)
         stored = stored_config(config)
         cell = Cell(cell_id(overrides, stored), overrides, stored, config)
         digest = cell.id.rsplit("-", 1)[-1]
