@@ -24,7 +24,11 @@ def run_tab(watched: Watched, dashboard: Served) -> Locator:
     watched.open(dashboard.url)
     watched.page.get_by_role("tab", name="Run").click()
     launcher = watched.page.locator(".wb-launcher")
-    launcher.get_by_text("Endpoint URL(s)").wait_for()
+    launcher.locator(".wb-launcher-run").wait_for()
+    name = launcher.get_by_label("Run name", exact=True)
+    if not name.is_visible():  # folded: a run is followed; unfold the settings to change them
+        launcher.locator(".wb-launcher-settings .card-header").first.click()
+    name.wait_for()
     return launcher
 
 

@@ -63,7 +63,7 @@ def test_no_planted_text_runs_as_script_on_any_tab(watched: Watched, dashboard: 
 
     # Run: the launcher lists the folder's launches and bundles
     page.get_by_role("tab", name="Run").click()
-    page.locator(".wb-launcher").get_by_text("Endpoint URL(s)").wait_for()
+    page.locator(".wb-launcher").get_by_text("Run name").wait_for()
     assert page.evaluate(PWNED)
 
     # Results: the planted bundle is the newest, so it is the one shown; every inner tab

@@ -34,7 +34,7 @@ def test_the_monitor_lists_a_ray_runs_shard_actors_and_cancels_it(
     fill(launcher, "Latency (s)", 1)
     fill(launcher, "Rounds", 30)
     choose(launcher, "Backend", "ray")
-    fill(launcher, "Agents per actor", 20)  # 50 agents: shards of 20, 20 and 10
+    fill(launcher, "Agents per shard", 20)  # 50 agents: shards of 20, 20 and 10
     launcher.locator(".wb-launcher-run").get_by_role("button").click()
     watched.until(
         lambda: "running" in deep_text(launcher.locator(".wb-launcher-status")),

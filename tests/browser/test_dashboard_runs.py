@@ -70,7 +70,7 @@ def test_an_embedded_run_shows_shards_rounds_and_histogram_as_the_cli_would(
     before = len(launches(results))
     launcher = run_tab(watched, dashboard)
     fill(launcher, "Threads", 1)  # one thread: two spin against each other on 2 busy cores
-    fill(launcher, "Agents per actor", 25)  # two shards
+    fill(launcher, "Agents per shard", 25)  # two shards
     launcher.locator(".wb-launcher-run").get_by_role("button").click()
     shards = launcher.locator(".wb-launcher-shards .tabulator-row")
     watched.until(lambda: shards.count() == 2, "two shards in the shard table", RUN_TIMEOUT_MS)

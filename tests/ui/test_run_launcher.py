@@ -23,7 +23,7 @@ from pane_text import shown_text
 from ports import free_port
 
 from workbench._processes import process_alive
-from workbench.config import PopulationSpec, load_run_config
+from workbench.config import ModelSpec, PopulationSpec, load_run_config
 from workbench.results import Bundle
 from workbench.runs.records import LAUNCHES_DIR
 from workbench.runs.status import launches, wait_for
@@ -70,22 +70,26 @@ def finished(launcher: RunLauncher) -> bool:
 
 
 def test_the_settings_are_the_clis_config(education_spec: PopulationSpec) -> None:
-    launcher = RunLauncher(results_dir="unused", n_agents=12, seed=3, rounds=4, ratio=0.5)
+    launcher = RunLauncher(
+        results_dir="unused", n_agents=12, seed=3, values={"game.rounds": 4, "game.ratio": "1/2"}
+    )
     config = launcher.config()
     assert config.population == quickstart_population() == education_spec
     assert (config.n_agents, config.seed, config.game.rounds, config.game.ratio) == (12, 3, 4, 0.5)
     assert config.policy.kind == "llm" and config.model.kind == "embedded"
-    assert config.model.max_tokens == 4 and config.backend.kind == "local"
+    assert config.model == ModelSpec() and config.backend.kind == "local"  # the specs' defaults
 
-    launcher.param.update(
-        policy="level_k",
-        level_k_tau=1.5,
-        backend="ray",
-        agents_per_actor=5,
-        ray_address="127.0.0.1:6379",
-        prompt_style="step_by_step",
-        rational_note=True,
-        offset=5,
+    launcher.ray_address = "127.0.0.1:6379"
+    launcher.set(
+        **{
+            "policy.kind": "level_k",
+            "policy.tau": 1.5,
+            "backend.kind": "ray",
+            "backend.agents_per_shard": 5,
+            "game.prompt.style": "step_by_step",
+            "game.prompt.rational_note": True,
+            "game.offset": "5",
+        }
     )
     config = launcher.config()
     assert config.policy.kind == "level_k" and config.policy.tau == 1.5
@@ -94,12 +98,14 @@ def test_the_settings_are_the_clis_config(education_spec: PopulationSpec) -> Non
     assert config.game.prompt.style == "step_by_step" and config.game.prompt.rational_note
     assert config.game.offset == 5
 
-    launcher.param.update(
-        policy="llm",
-        model_kind="openai",
-        base_urls="http://a:1/v1, http://b:2/v1",
-        model_name="m",
-        backend="local",
+    launcher.set(
+        **{
+            "policy.kind": "llm",
+            "model.kind": "openai",
+            "model.base_urls": ["http://a:1/v1", "http://b:2/v1"],
+            "model.name": "m",
+            "backend.kind": "local",
+        }
     )
     assert launcher.config().model.base_urls == ["http://a:1/v1", "http://b:2/v1"]
 
@@ -117,7 +123,9 @@ def test_an_impossible_population_or_n_0_shows_a_message_and_starts_nothing(
 ) -> None:
     editor = PopulationEditor()
     editor.load(EDUCATION_YAML)
-    launcher = RunLauncher.for_editor(editor, results_dir=str(results), policy="level_k")
+    launcher = RunLauncher.for_editor(
+        editor, results_dir=str(results), values={"policy.kind": "level_k"}
+    )
     editor.set_share("education", "doctoral degree", 0.13)  # shares no longer sum to 1
     assert editor.spec is None and "shares must sum to 1" in editor.message
     assert launcher.run() is None
@@ -130,11 +138,16 @@ def test_an_impossible_population_or_n_0_shows_a_message_and_starts_nothing(
 
 
 def test_bad_settings_show_the_clis_message_and_start_nothing(results: Path) -> None:
-    launcher = RunLauncher(results_dir=str(results), policy="level_k", low=50, high=10)
+    launcher = RunLauncher(
+        results_dir=str(results),
+        values={"policy.kind": "level_k", "game.low": 50, "game.high": 10},
+    )
+    said = "run config: game: low must be < high, got low=50.0, high=10.0"
+    assert launcher.problem == said  # as typed, before Run
     assert launcher.run() is None
-    assert launcher.message == "run config: game: low must be < high, got low=50.0, high=10.0"
+    assert launcher.message == said
     assert launcher.message_failed and launcher.status == ""
-    launcher.param.update(low=0, high=100, policy="llm", model_kind="openai", base_urls="")
+    launcher.set(**{"game.low": 0, "game.high": 100, "policy.kind": "llm", "model.kind": "openai"})
     assert asyncio.run(launcher.arun()) is None
     assert "kind openai needs base_urls" in launcher.message
     assert not (results / LAUNCHES_DIR).exists()
@@ -144,7 +157,10 @@ def test_the_owners_limits_refuse_a_launch_before_anything_starts(results: Path)
     """A page asking for more agent-rounds than the dashboard's owner allows is refused with
     the option that raises the limit; within it the same settings launch."""
     launcher = RunLauncher(
-        results_dir=str(results), policy="random", n_agents=20, rounds=3, max_agent_rounds=59
+        results_dir=str(results),
+        n_agents=20,
+        max_agent_rounds=59,
+        values={"policy.kind": "random", "game.rounds": 3},
     )
     assert launcher.run() is None
     assert "20 x 3 = 60 agent-rounds is over" in launcher.message
@@ -159,7 +175,8 @@ def test_the_owners_limits_refuse_a_launch_before_anything_starts(results: Path)
 def test_an_unreachable_endpoint_shows_before_anything_starts(results: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
     launcher = RunLauncher(
-        results_dir=str(results), model_kind="openai", base_urls=url, model_name="m"
+        results_dir=str(results),
+        values={"model.kind": "openai", "model.base_urls": [url], "model.name": "m"},
     )
     assert not launcher.check()
     assert launcher.check_failed and f"cannot reach {url}" in launcher.check_message
@@ -167,7 +184,7 @@ def test_an_unreachable_endpoint_shows_before_anything_starts(results: Path) -> 
     assert launcher.message_failed and f"cannot reach {url}" in launcher.message
     assert not results.exists() and not launcher.busy
     with FakeServer(model="m") as server:
-        launcher.base_urls = server.url
+        launcher.set(**{"model.base_urls": [server.url]})
         assert asyncio.run(launcher.acheck())
         assert launcher.check_message == f"reachable: {server.url} serve m"
         assert not launcher.check_failed
@@ -177,11 +194,13 @@ def test_a_run_fills_in_its_tables_and_shows_its_result(results: Path) -> None:
     seen: list[str] = []
     launcher = RunLauncher(
         results_dir=str(results),
-        policy="level_k",
         n_agents=30,
-        rounds=3,
-        agents_per_actor=10,
-        run_name="lk",
+        values={
+            "policy.kind": "level_k",
+            "game.rounds": 3,
+            "backend.agents_per_shard": 10,
+            "name": "lk",
+        },
         on_finished=seen.append,
     )
     record = asyncio.run(launcher.arun())
@@ -228,11 +247,8 @@ def test_a_run_fills_in_its_tables_and_shows_its_result(results: Path) -> None:
 def test_a_new_launcher_reattaches_to_a_live_run_and_cancels_it(results: Path) -> None:
     first = RunLauncher(
         results_dir=str(results),
-        policy="random",
-        random_latency_s=1.0,
         n_agents=20,
-        rounds=6,
-        run_name="slow",
+        values={"policy.kind": "random", "policy.latency_s": 1.0, "game.rounds": 6, "name": "slow"},
     )
     record = first.run()
     assert record is not None
@@ -251,7 +267,7 @@ def test_a_new_launcher_reattaches_to_a_live_run_and_cancels_it(results: Path) -
     assert again.finished_bundle is None and Bundle.open(again.bundle).status == "cancelled"
     view = again.__panel__()
     view.get_root()
-    errors = [a for a in view.select(pn.pane.Alert) if CSS["error"] in a.css_classes]
+    errors = [a for a in view.select(pn.pane.Markdown) if CSS["error"] in a.css_classes]
     assert [a.visible for a in errors] == [True] and "cancelled: " in shown_text(errors[0])
     buttons = {b.css_classes[0]: b for b in view.select(pn.widgets.Button)}
     assert buttons[CSS["cancel"]].disabled and not buttons[CSS["run"]].disabled
@@ -292,7 +308,7 @@ def test_a_bundle_run_from_the_cli_is_reattached_too(
 
 
 def test_an_embedded_model_run_equals_the_clis(results: Path, tmp_path: Path) -> None:
-    launcher = RunLauncher(results_dir=str(results), n_agents=8, rounds=1, n_threads=1)
+    launcher = RunLauncher(results_dir=str(results), n_agents=8, values={"model.n_threads": 1})
     record = launcher.run()
     assert record is not None, launcher.message
     until(lambda: finished(launcher), step=launcher.refresh)
@@ -315,7 +331,9 @@ def test_a_served_page_follows_its_run_by_itself(results: Path) -> None:
     from bokeh.client import pull_session
 
     record = RunLauncher(
-        results_dir=str(results), policy="random", random_latency_s=0.5, n_agents=10, rounds=3
+        results_dir=str(results),
+        n_agents=10,
+        values={"policy.kind": "random", "policy.latency_s": 0.5, "game.rounds": 3},
     ).run()
     assert record is not None
     made: list[RunLauncher] = []

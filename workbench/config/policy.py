@@ -117,6 +117,7 @@ class LevelKPolicySpec(StrictModel):
     )
     model: Literal["level_k", "cognitive_hierarchy"] = Field(
         "level_k",
+        title="Hierarchy model",
         description="level_k: best reply to depth k-1; cognitive_hierarchy: to depths 0..k-1",
     )
     attribute: str | None = Field(

@@ -74,6 +74,7 @@ class RunConfig(StrictModel):
 
     name: str = Field(
         "run",
+        title="Run name",
         min_length=1,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
         description=f"the run's name, at most {MAX_NAME_LENGTH} characters (letters, digits, "
@@ -87,7 +88,11 @@ class RunConfig(StrictModel):
         "config give the same agents",
     )
     n_agents: int = Field(
-        100, ge=1, le=MAX_AGENTS, description=f"agents in the game, 1 to {MAX_AGENTS:,}"
+        100,
+        title="Agents",
+        ge=1,
+        le=MAX_AGENTS,
+        description=f"agents in the game, 1 to {MAX_AGENTS:,}",
     )
     population: PopulationField = Field(
         description="a population spec inline, or a path to one (relative to the config file)"

@@ -27,6 +27,7 @@ from workbench.runs import shards as shard_reads
 from workbench.runs.cluster import ACTOR_COLUMNS, NODE_COLUMNS
 from workbench.runs.endpoints import ENDPOINT_COLUMNS
 from workbench.runs.shards import SHARD_COLUMNS
+from workbench.ui.notices import notice
 from workbench.ui.safe_text import TextTable, md
 from workbench.ui.workspace import inside, workspace_param
 
@@ -271,12 +272,10 @@ class ClusterMonitor(pn.viewable.Viewer):
             css_classes=[CSS_CLASSES["shutdown"]],
         )
         shutdown.on_click(self._on_shutdown)
-        message = pn.pane.Alert(
-            pn.bind(md, self.param.message),
-            alert_type=self.param.message_kind,
-            visible=pn.bind(bool, self.param.message),
-            css_classes=[CSS_CLASSES["message"]],
-            margin=(5, 10),
+        message = pn.bind(
+            lambda text, kind: notice(md(text), kind, CSS_CLASSES["message"], margin=(5, 10)),
+            self.param.message,
+            self.param.message_kind,
         )
         layout = pn.Column(
             pn.Row(

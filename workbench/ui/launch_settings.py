@@ -1,37 +1,56 @@
-"""The RunLauncher's settings: game, prompt variant, policy, model or endpoint, backend.
+"""The RunLauncher's settings: a `RunConfig` draft edited through a form made from the specs.
 
-`LaunchSettings` holds them as documented params named after the config fields they set and
-turns them into one `RunConfig` (`config()`), validated as the CLI validates a file, so a bad
-value gives the CLI's one-line ConfigError. `settings_view()` is their form; the RunLauncher
-(its subclass) adds Run, Cancel and the run's progress.
+`LaunchSettings.values` holds the form's value of every config key the form shows
+(`spec_form.spec_fields(RunConfig)`: the game, prompt, policy, model and backend, with the
+specs' own defaults, bounds, choices and descriptions); the population, its size and seed come
+from the PopulationEditor (`for_editor`). `config()` is the one `RunConfig` they describe: the
+keys that differ from their defaults, and apply to the chosen kinds, go through the one
+override function (`config.overrides.apply_overrides`, what `workbench run --set` calls), so a
+bad value gives the CLI's one-line ConfigError; `problem` shows it as you type. "Open config"
+and "Save config" read and write a YAML inside the workspace that `workbench run` plays as is.
 """
 
 from __future__ import annotations
 
-import re
 from functools import cache
+from pathlib import Path
 from typing import Any, Self
 
 import panel as pn
 import param
 
 from workbench._examples import example_path
+from workbench._files import atomic_write_text
 from workbench.config import (
-    EXTRACT_NUMBER_CHOICES,
     MAX_AGENTS,
-    POLICY_KINDS,
     PopulationSpec,
     RunConfig,
+    apply_overrides,
     load_run_config,
+    to_yaml,
     validate,
 )
-from workbench.errors import ConfigError
-from workbench.ui.workspace import inside, workspace_param
+from workbench.errors import ConfigError, WorkbenchError
+from workbench.experiment.grid import value_at
+from workbench.ui.safe_text import md
+from workbench.ui.spec_form import FormField, applies, css_class, spec_fields
+from workbench.ui.workspace import inside, workspace_param, yaml_target
 
-__all__ = ["MODEL_KINDS", "LaunchSettings", "quickstart_population"]
+__all__ = ["FORM_SKIP", "LaunchSettings", "form_fields", "quickstart_population"]
 
-MODEL_KINDS = ("embedded", "openai", "replay", "vllm")
-"""The model kinds offered (config.model.ModelSpec.kind)."""
+FORM_SKIP = ("population", "n_agents", "seed", "models", "model_shares", "output")
+"""Config keys the generated form leaves out: the population, its size and seed are the
+PopulationEditor's (`for_editor`); a mixed population's named models are set in a config
+file (Open config); `output` is the dashboard's results folder."""
+
+FORM_FIXED = ("backend.address",)
+"""Config keys the page never takes: the Ray address is the dashboard's --ray."""
+
+PATH_KEYS = ("model.bundle", "model.path", "model.cache")
+"""Config keys holding a path the run reads or writes: kept inside the workspace."""
+
+SECTION_TITLES = {"run": "Run", "game": "Game", "game.prompt": "Prompt"}
+"""Form section titles where the section's key does not say it (the rest: capitalised)."""
 
 
 @cache
@@ -42,9 +61,26 @@ def quickstart_population() -> PopulationSpec:
     return population
 
 
-def _urls(text: str) -> list[str]:
-    """Endpoint URLs from text separated by commas, spaces or new lines."""
-    return [u for u in re.split(r"[\s,]+", text.strip()) if u]
+@cache
+def form_fields() -> tuple[FormField, ...]:
+    """The launcher's form: every RunConfig key but FORM_SKIP and FORM_FIXED, the model's
+    only for the llm policy."""
+    return tuple(
+        spec_fields(
+            RunConfig,
+            skip=FORM_SKIP + FORM_FIXED,
+            section_when={"model": ("policy.kind", ("llm",))},
+        )
+    )
+
+
+def _defaults() -> dict[str, Any]:
+    return {field.key: field.default for field in form_fields()}
+
+
+def section_of(field: FormField) -> str:
+    """The key of the spec a field sits in (`game.prompt`), `run` for top-level keys."""
+    return field.key.rsplit(".", 1)[0] if "." in field.key else "run"
 
 
 class LaunchSettings(param.Parameterized):
@@ -54,14 +90,16 @@ class LaunchSettings(param.Parameterized):
     def for_editor(cls, editor: Any, **params: Any) -> Self:
         """Settings (a RunLauncher, called on it) following a PopulationEditor: its spec, its
         message (an invalid spec starts nothing), its N and seed (the run plays the agents
-        the preview shows)."""
-        return cls(
+        the preview shows). Open config sends a config's population back to the editor."""
+        settings = cls(
             population=editor.param.spec,
             population_problem=editor.param.message,
             n_agents=editor.param.n,
             seed=editor.param.seed,
             **params,
         )
+        settings._editor = editor
+        return settings
 
     # ---- where runs go ----------------------------------------------------------------------
     results_dir = param.String(
@@ -75,7 +113,7 @@ class LaunchSettings(param.Parameterized):
     )
     workspace = workspace_param()
 
-    # ---- who plays -------------------------------------------------------------------------
+    # ---- who plays (the PopulationEditor's) --------------------------------------------------
     population = param.ClassSelector(
         class_=PopulationSpec,
         default=None,
@@ -90,9 +128,6 @@ class LaunchSettings(param.Parameterized):
         doc="why there is no population (bind it to PopulationEditor.param.message): while "
         "set, config() raises it and nothing starts",
     )
-    run_name = param.String(
-        "dashboard", label="Run name", doc="the run's name: it starts the bundle's folder name"
-    )
     n_agents = param.Integer(
         50,
         bounds=(0, MAX_AGENTS),
@@ -104,198 +139,198 @@ class LaunchSettings(param.Parameterized):
         42, bounds=(0, None), allow_refs=True, label="Seed", doc="the run's seed (personas too)"
     )
 
-    # ---- the game (GameSpec, PromptSpec) ------------------------------------------------------
-    ratio = param.Number(2 / 3, bounds=(0, 1), label="Ratio p", doc="game.ratio, in (0, 1]")
-    offset = param.Number(0.0, label="Offset", doc="game.offset: target = offset + p * mean")
-    low = param.Number(0.0, label="Lowest guess", doc="game.low, inclusive")
-    high = param.Number(100.0, label="Highest guess", doc="game.high, inclusive, > low")
-    rounds = param.Integer(2, bounds=(1, 1000), label="Rounds", doc="game.rounds, 1-1000")
-    prompt_style = param.Selector(
-        default="direct",
-        objects=["direct", "step_by_step"],
-        label="Prompt",
-        doc="game.prompt.style: direct (the paper's prompt 1) or step_by_step (prompts 2-4)",
+    # ---- the rest of the config -----------------------------------------------------------
+    values = param.Dict(
+        default={},
+        doc="the form's value of each config key it shows (dotted key -> config data); keys "
+        "not given take the spec's default",
     )
-    rational_note = param.Boolean(
-        False, label="All players are rational", doc="game.prompt.rational_note (prompt 3)"
-    )
-    strategy_note = param.Boolean(
-        False, label="Players guess strategies", doc="game.prompt.strategy_note (prompt 4)"
-    )
-    famous_game_note = param.Boolean(
-        False, label="Famous game note", doc="game.prompt.famous_game_note"
-    )
-    persona = param.Boolean(True, label="Persona in prompt", doc="game.prompt.persona")
-    population_note = param.Boolean(
-        False, label="Population note", doc="game.prompt.population_note"
-    )
+    config_path = param.String("run.yaml", label="Config file", doc="Open/Save config's file")
+    problem = param.String("", doc="output: why config() fails now (checked as you type)")
 
-    # ---- the policy -----------------------------------------------------------------------
-    policy = param.Selector(
-        default="llm", objects=list(POLICY_KINDS), label="Policy", doc="policy.kind"
-    )
-    extract_number = param.Selector(
-        default="never",
-        objects=list(EXTRACT_NUMBER_CHOICES),
-        label="Extract number",
-        doc="policy.extract_number (llm): the paper's second call",
-    )
-    level_k_tau = param.Number(
-        None,
-        allow_None=True,
-        bounds=(0, 20),
-        label="tau",
-        doc="policy.tau (level_k): Poisson depths; None: the default depth shares",
-    )
-    random_latency_s = param.Number(
-        0.0, bounds=(0, 3600), label="Latency (s)", doc="policy.latency_s (random)"
-    )
+    def __init__(self, **params: Any) -> None:
+        given = dict(params.pop("values", {}) or {})
+        super().__init__(**params)
+        self._editor: Any = None
+        self._widgets: dict[str, pn.widgets.Widget] = {}
+        self._sections: dict[str, pn.Column] = {}
+        self.set(**given)
+        self.param.watch(self._check, ["population", "population_problem", "n_agents", "seed"])
 
-    # ---- the model (ModelSpec) --------------------------------------------------------------
-    model_kind = param.Selector(
-        default="embedded", objects=list(MODEL_KINDS), label="Model", doc="model.kind"
-    )
-    base_urls = param.String(
-        "",
-        label="Endpoint URL(s)",
-        doc="model.base_urls (openai), separated by commas or spaces: http://host:8000/v1",
-    )
-    model_name = param.String(
-        "", label="Model name", doc="model.name: what the server serves (openai), or loads (vllm)"
-    )
-    api_key_env = param.String(
-        "", label="API key variable", doc="model.api_key_env (openai); the key is never stored"
-    )
-    replay_bundle = param.String(
-        "", label="Replay bundle", doc="model.bundle (replay), inside `workspace` when set"
-    )
-    temperature = param.Number(0.7, bounds=(0, 2), label="Temperature", doc="model.temperature")
-    max_tokens = param.Integer(4, bounds=(1, 4096), label="Max tokens", doc="model.max_tokens")
-    n_threads = param.Integer(
-        None, allow_None=True, bounds=(1, None), label="Threads", doc="model.n_threads (embedded)"
-    )
+    # ---- values -------------------------------------------------------------------------------
 
-    # ---- the backend ------------------------------------------------------------------------
-    backend = param.Selector(
-        default="local", objects=["local", "ray"], label="Backend", doc="backend.kind"
-    )
-    agents_per_actor = param.Integer(
-        None,
-        allow_None=True,
-        bounds=(1, None),
-        label="Agents per actor",
-        doc="backend.agents_per_actor (a shard's size); None: the backend's default",
-    )
+    def set(self, **changes: Any) -> None:
+        """Set form values by dotted key (`set(**{"game.rounds": 3})`); ConfigError naming an
+        unknown key. The widgets follow, and `problem` is checked again."""
+        known = _defaults()
+        unknown = sorted(set(changes) - set(known))
+        if unknown:
+            raise ConfigError(
+                f"{', '.join(unknown)}: not a setting of the form; the form sets "
+                f"{', '.join(sorted(known))}"
+            )
+        self.values = known | dict(self.values) | changes
+
+    def overrides(self) -> dict[str, Any]:
+        """The form's values that differ from the spec defaults and apply to the kinds chosen:
+        what `workbench run --set` would be given."""
+        values = _defaults() | dict(self.values)
+        return {
+            f.key: values[f.key]
+            for f in form_fields()
+            if applies(f, values) and values[f.key] != f.default
+        }
 
     def config(self) -> RunConfig:
         """The RunConfig the settings describe; ConfigError (the CLI's message) otherwise."""
         if self.population_problem:
             raise ConfigError(self.population_problem)
         population = self.population if self.population is not None else quickstart_population()
-        policy: dict[str, Any] = {"kind": self.policy}
-        if self.policy == "llm":
-            policy["extract_number"] = self.extract_number
-        elif self.policy == "level_k" and self.level_k_tau is not None:
-            policy["tau"] = self.level_k_tau
-        elif self.policy == "random":
-            policy["latency_s"] = self.random_latency_s
-        backend: dict[str, Any] = {"kind": self.backend}
-        if self.agents_per_actor is not None:
-            backend["agents_per_actor"] = self.agents_per_actor
-        if self.backend == "ray" and self.ray_address:
-            backend["address"] = self.ray_address
-        data: dict[str, Any] = {
-            "name": self.run_name,
-            "seed": self.seed,
-            "n_agents": self.n_agents,
-            "population": population.model_dump(mode="json"),
-            "game": {
-                "ratio": self.ratio,
-                "offset": self.offset,
-                "low": self.low,
-                "high": self.high,
-                "rounds": self.rounds,
-                "prompt": {
-                    "style": self.prompt_style,
-                    "rational_note": self.rational_note,
-                    "strategy_note": self.strategy_note,
-                    "famous_game_note": self.famous_game_note,
-                    "persona": self.persona,
-                    "population_note": self.population_note,
-                },
+        base = validate(
+            RunConfig,
+            {
+                "population": population.model_dump(mode="json"),
+                "n_agents": self.n_agents,
+                "seed": self.seed,
             },
-            "policy": policy,
-            "backend": backend,
-        }
-        if self.policy == "llm":
-            data["model"] = self._model_data()
-        return validate(RunConfig, data, "run config")
+            "run config",
+        )
+        overrides = self.overrides()
+        for key in PATH_KEYS:
+            if overrides.get(key):
+                overrides[key] = str(inside(self.workspace, overrides[key], key))
+        if overrides.get("backend.kind") == "ray" and self.ray_address:
+            overrides["backend.address"] = self.ray_address
+        return apply_overrides(base, overrides, "run config")
 
-    def _model_data(self) -> dict[str, Any]:
-        model: dict[str, Any] = {
-            "kind": self.model_kind,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-        }
-        if self.model_kind == "openai":
-            model["base_urls"] = _urls(self.base_urls)
-            model["name"] = self.model_name or None
-            model["api_key_env"] = self.api_key_env or None
-        elif self.model_kind == "vllm":
-            model["name"] = self.model_name or None
-        elif self.model_kind == "replay":
-            bundle = self.replay_bundle.strip()
-            model["bundle"] = (
-                str(inside(self.workspace, bundle, "model.bundle")) if bundle else None
+    @param.depends("values", watch=True)
+    def _follow(self) -> None:
+        """The widgets show the values (set from code, or opened) and the fields that apply."""
+        values = _defaults() | dict(self.values)
+        for field in form_fields():
+            widget = self._widgets.get(field.key)
+            if widget is None:
+                continue
+            shown = field.shown(values[field.key])
+            if widget.value != shown:
+                widget.value = shown
+            widget.visible = applies(field, values)
+        for section, column in self._sections.items():
+            column.visible = any(
+                applies(f, values) for f in form_fields() if section_of(f) == section
             )
-        elif self.n_threads is not None:
-            model["n_threads"] = self.n_threads
-        return model
+        self._check()
+
+    def _check(self, *_: Any) -> None:
+        try:
+            self.config()
+        except WorkbenchError as exc:
+            self.problem = str(exc)
+        else:
+            self.problem = ""
+
+    # ---- files --------------------------------------------------------------------------------
+
+    def open_config(self, path: str | Path | None = None) -> RunConfig:
+        """Show a run config YAML (inside the workspace) in the form; its population, size
+        and seed go to the editor. ConfigError (nothing changes) for a bad file."""
+        given = str(path if path is not None else self.config_path)
+        config = load_run_config(inside(self.workspace, given, "open"))
+        data = config.model_dump(mode="json")
+        changes = {f.key: value_at(data, f.key) for f in form_fields()}
+        self.values = _defaults() | changes
+        population = config.population
+        with param.parameterized.batch_call_watchers(self):
+            if self._editor is not None and isinstance(population, PopulationSpec):
+                self._editor.set_data(population.model_dump(mode="json"), given)
+                self._editor.n, self._editor.seed = config.n_agents, config.seed
+            else:
+                self.population = population if isinstance(population, PopulationSpec) else None
+                self.n_agents, self.seed = config.n_agents, config.seed
+        self.config_path = given
+        return config
+
+    def save_config(self, path: str | Path | None = None) -> Path:
+        """Write the config the form describes as YAML inside the workspace (fractions as
+        written, `ratio: 2/3`), atomically; ConfigError while it is invalid."""
+        given = str(path if path is not None else self.config_path)
+        target = yaml_target(self.workspace, given)
+        written = atomic_write_text(target, to_yaml(self.config(), as_written=True))
+        self.config_path = given
+        return written
+
+    # ---- the form -----------------------------------------------------------------------------
+
+    def _widget(self, field: FormField, value: Any) -> pn.widgets.Widget:
+        widget = field.widget(value)
+
+        def changed(event: param.parameterized.Event) -> None:
+            try:
+                new = field.read(event.new)
+            except WorkbenchError as exc:
+                self.problem = str(exc)
+                return
+            if (_defaults() | dict(self.values))[field.key] != new:
+                self.values = dict(self.values) | {field.key: new}
+
+        widget.param.watch(changed, "value")
+        return widget
 
     def settings_view(self) -> pn.viewable.Viewable:
-        """The settings form (built on call, from the params)."""
-        w = pn.widgets
-        game = pn.Column(
-            pn.pane.Markdown("**Game**"),
-            w.TextInput.from_param(self.param.run_name),
-            w.IntInput.from_param(self.param.n_agents),
-            w.IntInput.from_param(self.param.seed),
-            w.FloatInput.from_param(self.param.ratio, step=0.01),
-            w.FloatInput.from_param(self.param.offset),
-            w.FloatInput.from_param(self.param.low),
-            w.FloatInput.from_param(self.param.high),
-            w.IntInput.from_param(self.param.rounds),
+        """The settings form, section by section (built once, shown wherever asked)."""
+        if not self._widgets:
+            values = _defaults() | dict(self.values)
+            for field in form_fields():
+                self._widgets[field.key] = self._widget(field, values[field.key])
+            who = [
+                pn.widgets.IntInput.from_param(
+                    self.param.n_agents, css_classes=[css_class("n_agents")]
+                ),
+                pn.widgets.IntInput.from_param(self.param.seed, css_classes=[css_class("seed")]),
+            ]
+            for field in form_fields():
+                section = section_of(field)
+                if section not in self._sections:
+                    title = SECTION_TITLES.get(section, section.rsplit(".", 1)[-1].capitalize())
+                    self._sections[section] = pn.Column(
+                        pn.pane.Markdown(f"**{md(title)}**"), width=300
+                    )
+                    if section == "run":
+                        self._sections[section].extend(who)
+                self._sections[section].append(self._widgets[field.key])
+            self._follow()
+        files = pn.Row(
+            pn.widgets.TextInput.from_param(self.param.config_path, width=240),
+            _button("Open config", self._on_open, "open"),
+            _button("Save config", self._on_save, "save"),
+            align="end",
         )
-        prompt = pn.Column(
-            pn.pane.Markdown("**Prompt**"),
-            w.Select.from_param(self.param.prompt_style),
-            w.Checkbox.from_param(self.param.rational_note),
-            w.Checkbox.from_param(self.param.strategy_note),
-            w.Checkbox.from_param(self.param.famous_game_note),
-            w.Checkbox.from_param(self.param.persona),
-            w.Checkbox.from_param(self.param.population_note),
+        return pn.Column(
+            pn.FlexBox(*self._sections.values()),
+            files,
+            sizing_mode="stretch_width",
         )
-        policy = pn.Column(
-            pn.pane.Markdown("**Policy**"),
-            w.Select.from_param(self.param.policy),
-            w.Select.from_param(self.param.extract_number),
-            w.FloatInput.from_param(self.param.level_k_tau),
-            w.FloatInput.from_param(self.param.random_latency_s),
-        )
-        model = pn.Column(
-            pn.pane.Markdown("**Model**"),
-            w.Select.from_param(self.param.model_kind),
-            w.TextInput.from_param(self.param.base_urls),
-            w.TextInput.from_param(self.param.model_name),
-            w.TextInput.from_param(self.param.api_key_env),
-            w.TextInput.from_param(self.param.replay_bundle),
-            w.FloatInput.from_param(self.param.temperature, step=0.1),
-            w.IntInput.from_param(self.param.max_tokens),
-            w.IntInput.from_param(self.param.n_threads),
-        )
-        backend = pn.Column(
-            pn.pane.Markdown("**Backend**"),
-            w.Select.from_param(self.param.backend),
-            w.IntInput.from_param(self.param.agents_per_actor),
-        )
-        return pn.FlexBox(game, prompt, policy, model, backend)
+
+    def _on_open(self, _: Any) -> None:
+        self._file_action(lambda: f"opened {self.open_config()}")
+
+    def _on_save(self, _: Any) -> None:
+        self._file_action(lambda: f"saved {self.save_config()}")
+
+    def _file_action(self, action: Any) -> None:
+        """Run Open/Save; its outcome goes where the page shows messages (`_say`)."""
+        try:
+            text, failed = action(), False
+        except (WorkbenchError, OSError) as exc:
+            text, failed = str(exc), True
+        say = getattr(self, "_say", None)
+        if say is not None:
+            say(text, failed)
+
+
+def _button(label: str, action: Any, css: str) -> pn.widgets.Button:
+    button = pn.widgets.Button(
+        label=label, variant="outline", css_classes=[f"wb-config-{css}"], align="end"
+    )
+    button.on_click(action)
+    return button

@@ -23,6 +23,7 @@ from workbench.errors import ConfigError, WorkbenchError, one_line
 from workbench.llm import make_model, sampling_params
 from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams
 from workbench.population import counts_table, sample_population
+from workbench.ui.notices import notice
 from workbench.ui.safe_text import TextTable, html_text, md
 
 __all__ = ["PersonaPreview", "persona_model_spec"]
@@ -269,7 +270,7 @@ class PersonaPreview(pn.viewable.Viewer):
 
     def _sample_view(self, personas: pd.DataFrame | None, message: str) -> pn.viewable.Viewable:
         if personas is None:
-            return pn.pane.Alert(md(message), alert_type="danger")
+            return notice(md(message), "danger")
         counts = TextTable(
             self.counts, disabled=True, show_index=False, pagination="remote", page_size=50
         )
@@ -300,9 +301,7 @@ def _persona_text(text: object) -> pn.viewable.Viewable:
 
 
 def _note(message: str, failed: bool) -> pn.viewable.Viewable:
-    return pn.pane.Alert(
-        md(message) or "-", alert_type="danger" if failed else "info", visible=bool(message)
-    )
+    return notice(md(message), "danger" if failed else "info")
 
 
 def _background_cards(backgrounds: list[dict[str, Any]]) -> pn.viewable.Viewable:
@@ -310,7 +309,7 @@ def _background_cards(backgrounds: list[dict[str, Any]]) -> pn.viewable.Viewable
     for item in backgrounds:
         body = [_persona_text(item["persona"])]
         if item["error"]:
-            body.append(pn.pane.Alert(md(f"model error: {item['error']}"), alert_type="danger"))
+            body.append(notice(md(f"model error: {item['error']}"), "danger"))
         title = html_text(f"agent {item['agent_id']} ({item['source']})")
         cards.append(pn.Card(*body, title=title, width=360))
     return pn.FlexBox(*cards)

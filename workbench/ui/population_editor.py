@@ -29,6 +29,7 @@ from workbench.config import (
 )
 from workbench.config.base import share_table
 from workbench.errors import ConfigError
+from workbench.ui.notices import notice
 from workbench.ui.safe_text import html_text, md
 from workbench.ui.workspace import inside, workspace_param, yaml_target
 
@@ -509,9 +510,9 @@ class _Cards:
 def _messages(message: str, notes: list[str]) -> pn.viewable.Viewable:
     """The validation message and share notes, or a line saying the spec is valid."""
     if not message and not notes:
-        return pn.pane.Alert("The spec is valid.", alert_type="success")
+        return notice("The spec is valid.", "success")
     lines = [f"- {md(note)}" for note in notes] + ([f"**{md(message)}**"] if message else [])
-    return pn.pane.Alert("\n".join(lines), alert_type="danger")
+    return notice("\n".join(lines), "danger")
 
 
 def _action_note(message: str) -> pn.viewable.Viewable:

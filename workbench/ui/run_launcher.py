@@ -42,6 +42,7 @@ from workbench.runs.status import (
     running_bundles,
 )
 from workbench.ui.launch_settings import LaunchSettings, quickstart_population
+from workbench.ui.notices import notice
 from workbench.ui.run_tables import (
     LAUNCH_COLUMNS,
     ROUND_COLUMNS,
@@ -69,6 +70,8 @@ CSS = {
     "launches": "wb-launcher-launches",
     "result": "wb-launcher-result",
     "launcher": "wb-launcher",
+    "settings": "wb-launcher-settings",
+    "problem": "wb-launcher-problem",
 }
 """The stable CSS classes of the page's key parts (for browser tests and styling)."""
 
@@ -77,6 +80,11 @@ LIVE = ("running",)
 PAGE_ERRORS = (WorkbenchError, OSError)
 """What a launch, a check or a cancel may raise that the page shows as its message (the
 workbench's own errors; a folder that cannot be written); anything else is a bug."""
+PROGRESS_WIDTH = 620
+"""Pixels of the progress column (round and shard tables); the result's plots sit beside it,
+so a 1400-pixel window shows the run's progress and its result without scrolling."""
+RESULT_SIZE = {"width": 680, "height": 300}
+"""The result's plots beside the progress column (the Results tab draws them full size)."""
 RECENT_EVERY_S = 5.0
 """How often the periodic refresh reads the recent launches (progress is read every tick)."""
 
@@ -142,6 +150,9 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
     recent = param.DataFrame(
         default=pd.DataFrame(columns=list(LAUNCH_COLUMNS)),
         doc="output: recent launches, newest first, with status and error",
+    )
+    settings_open = param.Boolean(
+        True, doc="whether the settings are unfolded (they fold when a run starts)"
     )
     finished_bundle = param.String(
         None, allow_None=True, doc="output: the bundle of the followed run once it completed"
@@ -272,6 +283,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             self.launch_id = self._launch.launch_id if self._launch else None
             self.bundle = str(self._follower.bundle) if self._follower else None
             self.status, self.error, self.rounds_done = "running", "", 0
+            self.settings_open = False  # the run's progress comes up where the settings were
         self.refresh()
 
     @param.depends("results_dir", watch=True)
@@ -364,43 +376,68 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         if doc is not None and id(doc) not in self._callbacks:  # served or rendered: poll disk
             self._callbacks.add(id(doc))
             pn.state.add_periodic_callback(self._tick, period=int(self.refresh_s * 1000))
-        table = {"disabled": True, "show_index": False, "pagination": "remote", "page_size": 20}
-        return pn.Column(
+        table = {
+            "disabled": True,
+            "show_index": False,
+            "pagination": "remote",
+            "page_size": 10,
+            "layout": "fit_data_table",
+            "max_width": PROGRESS_WIDTH,
+        }
+        settings = pn.Card(
             self.settings_view(),
+            title="Settings",
+            collapsed=not self.settings_open,
+            sizing_mode="stretch_width",
+            css_classes=[CSS["settings"]],
+        )
+        self.param.watch(lambda e: setattr(settings, "collapsed", not e.new), "settings_open")
+        settings.param.watch(lambda e: setattr(self, "settings_open", not e.new), "collapsed")
+        return pn.Column(
             pn.Row(
                 run,
                 cancel_button,
                 check,
                 pn.indicators.LoadingSpinner(value=self.param.busy, size=24),
+                pn.pane.Markdown(
+                    pn.bind(
+                        self._status_line,
+                        self.param.status,
+                        self.param.rounds_done,
+                        self.param.rounds_total,
+                        self.param.bundle,
+                    ),
+                    css_classes=[CSS["status"]],
+                    align="center",
+                ),
             ),
             pn.bind(_alert, self.param.message, self.param.message_failed, CSS["message"]),
             pn.bind(
                 _alert, self.param.check_message, self.param.check_failed, CSS["check_message"]
             ),
-            pn.pane.Markdown(
-                pn.bind(
-                    self._status_line,
-                    self.param.status,
-                    self.param.rounds_done,
-                    self.param.rounds_total,
-                    self.param.bundle,
-                ),
-                css_classes=[CSS["status"]],
-            ),
+            pn.bind(_alert, self.param.problem, True, CSS["problem"]),
             pn.bind(_error_alert, self.param.error, self.param.status),
-            pn.pane.Markdown("### Shards"),
-            TextTable.from_param(self.param.shards, css_classes=[CSS["shards"]], **table),
-            pn.pane.Markdown("### Rounds"),
-            TextTable.from_param(
-                self.param.round_stats,
-                css_classes=[CSS["rounds"]],
-                formatters={h: NumberFormatter(format=f) for h, f in ROUND_FORMATS.items()},
-                **table,
+            settings,
+            pn.Row(
+                pn.Column(
+                    pn.pane.Markdown("### Rounds"),
+                    TextTable.from_param(
+                        self.param.round_stats,
+                        css_classes=[CSS["rounds"]],
+                        formatters={h: NumberFormatter(format=f) for h, f in ROUND_FORMATS.items()},
+                        **table,
+                    ),
+                    pn.pane.Markdown("### Shards"),
+                    TextTable.from_param(self.param.shards, css_classes=[CSS["shards"]], **table),
+                    width=PROGRESS_WIDTH,
+                ),
+                pn.bind(self._result_view, self.param.finished_bundle, self.param.plot_by),
+                sizing_mode="stretch_width",
             ),
-            pn.bind(self._result_view, self.param.finished_bundle, self.param.plot_by),
             pn.pane.Markdown("### Recent launches"),
             TextTable.from_param(self.param.recent, css_classes=[CSS["launches"]], **table),
             css_classes=[CSS["launcher"]],
+            sizing_mode="stretch_width",
         )
 
     async def _on_run(self, _: Any) -> None:
@@ -422,13 +459,14 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         if not bundle:
             return pn.Column(visible=False)
         try:
-            parts: list[Any] = [pn.pane.HoloViews(plots.histogram(bundle))]
+            parts: list[Any] = [pn.pane.HoloViews(plots.histogram(bundle).opts(**RESULT_SIZE))]
             population = Bundle.open(bundle).config.population
             names = [d.name for d in getattr(population, "dimensions", [])]
             column = by if by in names else (names[0] if names else None)
             if column is not None:
+                heatmap = plots.distribution(bundle, column, kind="heatmap")
                 parts.append(pn.pane.Markdown(f"Guesses by **{md(column)}**"))
-                parts.append(pn.pane.HoloViews(plots.distribution(bundle, column, kind="heatmap")))
+                parts.append(pn.pane.HoloViews(heatmap.opts(**RESULT_SIZE)))
         except WorkbenchError as exc:
             return _alert(_error_text(exc), True, CSS["result"])
         return pn.Column(pn.pane.Markdown("### Result"), *parts, css_classes=[CSS["result"]])
@@ -448,19 +486,10 @@ def _check(config: RunConfig) -> tuple[bool, str]:
 
 
 def _alert(text: str, failed: bool, css: str) -> pn.viewable.Viewable:
-    return pn.pane.Alert(
-        md(text) or "-",
-        alert_type="danger" if failed else "info",
-        visible=bool(text),
-        css_classes=[css],
-    )
+    return notice(md(text), "danger" if failed else "info", css)
 
 
 def _error_alert(error: str, status: str) -> pn.viewable.Viewable:
     shown = bool(error) and status in ("failed", "cancelled", "dead")
-    return pn.pane.Alert(
-        md(f"{status}: {error}") if shown else "-",
-        alert_type="warning" if status == "cancelled" else "danger",
-        visible=shown,
-        css_classes=[CSS["error"]],
-    )
+    level = "warning" if status == "cancelled" else "danger"
+    return notice(md(f"{status}: {error}") if shown else "", level, CSS["error"])

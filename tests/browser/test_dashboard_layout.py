@@ -1,0 +1,129 @@
+"""The Run tab at 1400x900, as a researcher's laptop shows it: Run and the settings at the top,
+the settings folding when a run starts so its progress, round table and plots come up without
+scrolling, and every message readable (WCAG AA contrast, measured in the rendered page)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from browser_pages import SCREENSHOTS, Watched, deep_text
+from dashboard_pages import RUN_TIMEOUT_MS, choose, fill, run_tab, status_text
+from playwright.sync_api import Locator
+from served import Served
+
+pytestmark = pytest.mark.slow
+
+LAPTOP = {"width": 1400, "height": 900}
+AA = 4.5
+"""WCAG 2 AA: normal text at 4.5:1 or more against its ground."""
+
+CONTRAST_JS = """
+host => {
+  const rgb = text => (text.match(/[\\d.]+/g) || []).slice(0, 4).map(Number);
+  const lum = ([r, g, b]) => {
+    const c = [r, g, b].map(v => v / 255).map(
+      v => v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4));
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  };
+  const ground = el => {  // the first opaque background up the tree, through shadow roots
+    for (let e = el; e; e = e.parentElement || (e.getRootNode() && e.getRootNode().host)) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c;
+    }
+    return [255, 255, 255];
+  };
+  const root = host.shadowRoot || host;
+  const texts = [...root.querySelectorAll('p, li, strong, span, div')]
+    .filter(e => e.textContent.trim() && e.children.length === 0);
+  return texts.map(e => {
+    const fg = lum(rgb(getComputedStyle(e).color)), bg = lum(ground(e));
+    return [e.textContent.trim().slice(0, 40),
+            (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05)];
+  });
+}
+"""
+"""[text, contrast ratio] of each text element in a pane (WCAG relative luminance)."""
+
+
+@pytest.fixture(scope="module")
+def dashboard(start_dashboard: Callable[..., Served]) -> Served:
+    return start_dashboard()
+
+
+def in_view(locator: Locator) -> bool:
+    """Whether the element's top edge is within the 900-pixel window without scrolling."""
+    box = locator.bounding_box()
+    return box is not None and 0 <= box["y"] < LAPTOP["height"]
+
+
+def viewport_shot(watched: Watched, name: str) -> None:
+    """What the window shows, unscrolled (the whole-page shots of `shot` scroll it all)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    watched.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+
+
+def contrasts(pane: Locator) -> list[tuple[str, float]]:
+    return [tuple(pair) for pair in pane.evaluate(CONTRAST_JS)]
+
+
+def test_messages_and_alerts_are_at_aa_contrast(watched: Watched, dashboard: Served) -> None:
+    watched.page.set_viewport_size(LAPTOP)
+    launcher = run_tab(watched, dashboard)
+    fill(launcher, "Ratio p", 2)  # checked as typed: a danger notice
+    problem = launcher.locator(".wb-launcher-problem")
+    problem.get_by_text("must be in (0, 1]").wait_for()
+    fill(launcher, "Ratio p", "1/2")
+    watched.until(lambda: not problem.is_visible(), "the problem to clear")
+    fill(launcher, "Config file", "saved.yaml")
+    launcher.get_by_role("button", name="Save config").click()
+    message = launcher.locator(".wb-launcher-message")  # an info notice
+    message.get_by_text("saved").wait_for()
+    fill(launcher, "Ratio p", 2)
+    problem.get_by_text("must be in (0, 1]").wait_for()
+    measured = contrasts(message) + contrasts(problem)
+    assert len(measured) >= 2, measured
+    low = [(text, round(ratio, 2)) for text, ratio in measured if ratio < AA]
+    assert low == [], f"below WCAG AA ({AA}:1): {low}"
+    fill(launcher, "Ratio p", "2/3")
+    watched.assert_no_errors()
+
+
+def test_run_and_its_progress_are_above_the_fold_at_1400x900(
+    watched: Watched, dashboard: Served
+) -> None:
+    watched.page.set_viewport_size(LAPTOP)
+    launcher = run_tab(watched, dashboard)
+    run = launcher.locator(".wb-launcher-run")
+    assert in_view(run)
+    assert in_view(launcher.get_by_label("Rounds", exact=True))  # the settings unfolded
+    viewport_shot(watched, "run-tab-before")
+
+    choose(launcher, "Policy", "random")
+    fill(launcher, "Latency (s)", 0.5)
+    fill(launcher, "Rounds", 6)
+    run.get_by_role("button").click()
+    watched.until(lambda: "running" in status_text(launcher), "the run to start",
+                  RUN_TIMEOUT_MS)  # fmt: skip
+    rounds = launcher.locator(".wb-launcher-rounds .tabulator-row")
+    watched.until(lambda: rounds.count() >= 1, "a round in the table", RUN_TIMEOUT_MS)
+    assert not launcher.get_by_label("Rounds", exact=True).is_visible()  # the settings folded
+    for part in (run, launcher.locator(".wb-launcher-status"), rounds.first,
+                 launcher.locator(".wb-launcher-shards")):  # fmt: skip
+        assert in_view(part), deep_text(part)[:80]
+    viewport_shot(watched, "run-tab-during")
+
+    watched.until(lambda: "complete" in status_text(launcher), "the run to complete",
+                  RUN_TIMEOUT_MS)  # fmt: skip
+    result = launcher.locator(".wb-launcher-result")
+    result.get_by_text("Guesses by education").wait_for()
+    result.locator("canvas").first.wait_for()
+    assert in_view(result.locator("canvas").first)  # the plots come up without scrolling
+    histogram = result.locator(".bk-Canvas, canvas").first.bounding_box()
+    assert histogram is not None and histogram["y"] + histogram["height"] <= LAPTOP["height"]
+    viewport_shot(watched, "run-tab-complete")
+
+    launcher.locator(".wb-launcher-settings .card-header").first.click()  # unfold them again
+    launcher.get_by_label("Rounds", exact=True).wait_for()
+    assert launcher.get_by_label("Latency (s)", exact=True).input_value() == "0.5"
+    watched.assert_no_errors()
