@@ -447,8 +447,8 @@ def personas_generate(
     """Sample N agents from SPEC and let a language model write each one's persona."""
     import asyncio
 
-    from workbench.agents.persona_writer import generate_personas
-    from workbench.config import ModelSpec, load_population_spec
+    from workbench.agents.persona_writer import generate_personas, persona_model_spec
+    from workbench.config import load_population_spec
     from workbench.errors import ConfigError
     from workbench.llm import make_model, sampling_params
     from workbench.population import sample_population
@@ -458,20 +458,7 @@ def personas_generate(
     out = out if out is not None else Path("personas") / f"{population.name}.parquet"
     if out.suffix != ".parquet":
         raise ConfigError(f"--out: use a .parquet file name, got {out.name!r}")
-    common = {
-        "max_tokens": 160,
-        "temperature": 0.8,
-        "constrained": False,
-        "cache": str(cache) if cache is not None else None,
-    }
-    if model == "embedded":
-        model_spec = ModelSpec(kind="embedded", **common)
-    elif model.startswith(("http://", "https://")):
-        if not model_name:
-            raise ConfigError("--model-name: name the model the server at --model serves")
-        model_spec = ModelSpec(kind="openai", base_urls=[model], name=model_name, **common)
-    else:
-        raise ConfigError(f"--model: use 'embedded' or an http(s):// URL, got {model!r}")
+    model_spec = persona_model_spec(model, model_name, cache=str(cache) if cache else None)
     chat_model = make_model(model_spec)
     personas = sample_population(population, n, seed)
     frame = asyncio.run(

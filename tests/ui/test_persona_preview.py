@@ -103,7 +103,7 @@ def test_a_failing_model_shows_its_error(spec) -> None:
     asyncio.run(preview.write_backgrounds())
     assert preview.writer_failed
     assert preview.writer_message == "model: use 'embedded' or an http(s):// URL, got 'gpt-4'"
-    with pytest.raises(ValueError, match="name the model the server at the URL serves"):
+    with pytest.raises(ValueError, match="model name: name the model the server at http://127.0.0.1:1/v1 serves"):
         persona_model_spec("http://127.0.0.1:1/v1")
 
 

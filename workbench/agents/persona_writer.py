@@ -13,10 +13,12 @@ the result is `workbench.population.persona_sets` (data, no model).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
-from workbench.config import PopulationSpec
+from workbench.config import ModelSpec, PopulationSpec
 from workbench.errors import ConfigError, ContractError
 from workbench.llm.base import ChatModel, ChatRequest, OutputConstraint, SamplingParams
 from workbench.population.personas import persona_texts
@@ -37,6 +39,33 @@ END_TAG = "</persona>"
 MIN_CHARS = 20
 MAX_CHARS = 1200
 DEFAULT_PARAMS = SamplingParams(temperature=0.8, top_p=0.95, max_tokens=200)
+
+
+def persona_model_spec(
+    model: str,
+    model_name: str | None = None,
+    *,
+    cache: str | None = None,
+    names: tuple[str, str] = ("--model", "--model-name"),
+) -> ModelSpec:
+    """The model personas are written with: 'embedded', or an OpenAI-compatible URL serving
+    `model_name`, in free text (160 tokens at temperature 0.8). `names` are how the caller's
+    user gave the two (`workbench personas generate`'s options, the page's fields)."""
+    common: dict[str, Any] = {
+        "max_tokens": 160,
+        "temperature": 0.8,
+        "constrained": False,
+        "cache": cache,
+    }
+    model = model.strip()
+    if model == "embedded":
+        return ModelSpec(kind="embedded", **common)
+    if model.startswith(("http://", "https://")):
+        if not model_name:
+            raise ConfigError(f"{names[1]}: name the model the server at {model} serves")
+        return ModelSpec(kind="openai", base_urls=[model], name=model_name, **common)
+    raise ConfigError(f"{names[0]}: use 'embedded' or an http(s):// URL, got {model!r}")
+
 
 _SYSTEM = (
     "You write short, realistic character profiles of individual people for a social "

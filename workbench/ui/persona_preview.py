@@ -18,6 +18,7 @@ import panel as pn
 import param
 
 from workbench.agents.persona_writer import generate_personas
+from workbench.agents.persona_writer import persona_model_spec as writer_model_spec
 from workbench.config import MAX_AGENTS, ModelSpec, PopulationSpec
 from workbench.errors import ConfigError, WorkbenchError, one_line
 from workbench.llm import make_model, sampling_params
@@ -30,17 +31,9 @@ __all__ = ["PersonaPreview", "persona_model_spec"]
 
 
 def persona_model_spec(model: str, model_name: str | None = None) -> ModelSpec:
-    """The ModelSpec `workbench personas generate --model M --model-name N` writes with:
-    'embedded', or an OpenAI-compatible URL serving `model_name`."""
-    common: dict[str, Any] = {"max_tokens": 160, "temperature": 0.8, "constrained": False}
-    model = model.strip()
-    if model == "embedded":
-        return ModelSpec(kind="embedded", **common)
-    if model.startswith(("http://", "https://")):
-        if not model_name:
-            raise ConfigError("model name: name the model the server at the URL serves")
-        return ModelSpec(kind="openai", base_urls=[model], name=model_name, **common)
-    raise ConfigError(f"model: use 'embedded' or an http(s):// URL, got {model!r}")
+    """The ModelSpec `workbench personas generate --model M --model-name N` writes with, its
+    errors named by the page's fields."""
+    return writer_model_spec(model, model_name, names=("model", "model name"))
 
 
 class _ErrorsSeen:

@@ -386,12 +386,15 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         }
         settings = pn.Card(
             self.settings_view(),
-            title="Settings",
+            title=_settings_title(self.settings_open),
             collapsed=not self.settings_open,
             sizing_mode="stretch_width",
             css_classes=[CSS["settings"]],
         )
-        self.param.watch(lambda e: setattr(settings, "collapsed", not e.new), "settings_open")
+        self.param.watch(
+            lambda e: settings.param.update(collapsed=not e.new, title=_settings_title(e.new)),
+            "settings_open",
+        )
         settings.param.watch(lambda e: setattr(self, "settings_open", not e.new), "collapsed")
         return pn.Column(
             pn.Row(
@@ -470,6 +473,11 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         except WorkbenchError as exc:
             return _alert(_error_text(exc), True, CSS["result"])
         return pn.Column(pn.pane.Markdown("### Result"), *parts, css_classes=[CSS["result"]])
+
+
+def _settings_title(open_: bool) -> str:
+    """The settings card's title, saying what a click on it does."""
+    return "Settings ▾" if open_ else "Settings ▸ (click to change them)"
 
 
 def _error_text(exc: BaseException) -> str:
