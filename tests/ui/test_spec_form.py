@@ -14,6 +14,7 @@ from workbench.config import (
     POLICY_SPECS,
     GameSpec,
     ModelSpec,
+    PopulationSpec,
     RunConfig,
     load_run_config,
     parse_assignments,
@@ -152,3 +153,23 @@ def test_save_writes_what_workbench_run_plays_and_open_reads_it_back(tmp_path: P
     with pytest.raises(ConfigError, match="game.rounds"):
         fresh.open_config("bad.yaml")
     assert fresh.config() == launcher.config()  # nothing changed
+
+
+def test_the_population_editors_fields_are_the_specs() -> None:
+    """Its scalar fields are params made from PopulationSpec's fields (label, description,
+    default, choices); the dimensions are its table. A field added to the spec fails here
+    until the editor shows it."""
+    editor_params = {
+        "name": "population_name",
+        "description": "description",
+        "sampling": "sampling",
+        "persona_template": "persona_template",
+    }
+    assert set(PopulationSpec.model_fields) == set(editor_params) | {"dimensions"}
+    editor = PopulationEditor()
+    for key, name in editor_params.items():
+        info = PopulationSpec.model_fields[key]
+        declared = editor.param[name]
+        assert declared.doc == info.description, key
+        assert getattr(editor, name) == ("" if info.default is None else info.default), key
+    assert editor.param["sampling"].objects == ["quota", "iid"]

@@ -31,6 +31,7 @@ from workbench.config.base import share_table
 from workbench.errors import ConfigError
 from workbench.ui.notices import notice
 from workbench.ui.safe_text import html_text, md
+from workbench.ui.spec_form import spec_param
 from workbench.ui.workspace import inside, workspace_param, yaml_target
 
 __all__ = ["NO_PARENT", "PopulationEditor"]
@@ -44,21 +45,10 @@ Table = dict[str, float]
 class PopulationEditor(pn.viewable.Viewer):
     """Edits a PopulationSpec: dimensions, categories, shares, conditioning, N, seed, YAML."""
 
-    population_name = param.String(
-        "population", label="Name", doc="the population's name, recorded with every run using it"
-    )
-    description = param.String("", label="Description", doc="where the shares come from")
-    sampling = param.Selector(
-        default="quota",
-        objects=["quota", "iid"],
-        label="Sampling",
-        doc="quota: exact counts per category (largest remainder); iid: independent draws",
-    )
-    persona_template = param.String(
-        "",
-        label="Persona template",
-        doc="persona text with {dimension} placeholders; empty: a generic sentence per agent",
-    )
+    population_name = spec_param(PopulationSpec, "name", label="Name")
+    description = spec_param(PopulationSpec, "description")
+    sampling = spec_param(PopulationSpec, "sampling")
+    persona_template = spec_param(PopulationSpec, "persona_template")
     dimensions = param.List(
         default=[],
         item_type=dict,

@@ -20,13 +20,14 @@ from typing import Any, Literal
 
 import annotated_types
 import panel as pn
+import param
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from workbench.config import fraction_text, parse_assignments
 
-__all__ = ["FormField", "applies", "spec_fields"]
+__all__ = ["FormField", "applies", "spec_field", "spec_param", "spec_fields"]
 
 Condition = tuple[str, tuple[str, ...]]
 """(dotted key, values): a field applies only while the config's value at key is one of them."""
@@ -269,3 +270,26 @@ def _leaf(
 def applies(field: FormField, values: Mapping[str, Any]) -> bool:
     """Whether `field` applies given the form's current values (its conditions all hold)."""
     return all(values.get(key) in allowed for key, allowed in field.when)
+
+
+def spec_field(spec: type[BaseModel], key: str) -> FormField:
+    """The form field of one dotted key of `spec`."""
+    (field,) = [f for f in spec_fields(spec) if f.key == key]
+    return field
+
+
+def spec_param(spec: type[BaseModel], key: str, **overrides: Any) -> param.Parameter:
+    """A param standing for one field of `spec` (a component that keeps a spec's scalar
+    fields as params, the PopulationEditor): its label, description, default and choices are
+    the spec's; `overrides` for what the component adds."""
+    field = spec_field(spec, key)
+    common: dict[str, Any] = {"label": field.label, "doc": field.description}
+    if field.kind == "choice":
+        made: param.Parameter = param.Selector(
+            default=field.default, objects=list(field.choices), **common | overrides
+        )
+    elif field.kind == "text":
+        made = param.String("" if field.default is None else field.default, **common | overrides)
+    else:
+        raise TypeError(f"{key}: spec_param makes text and choice params, not {field.kind}")
+    return made
