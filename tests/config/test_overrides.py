@@ -44,6 +44,7 @@ def test_set_on_the_command_line_and_a_sweep_cell_give_identical_configs(
     assert printed == cell.run_config
     assert printed == wb.configure("quickstart", KEYS)
     assert (printed.game.ratio, printed.model.temperature) == (0.5, 0.0)
+    assert printed.as_written()["game"]["ratio"] == "1/2"  # as tables and bundles show show it
     assert printed != base  # the overrides did something
 
 

@@ -174,6 +174,11 @@ class RunConfig(StrictModel):
 
         return run_config_html(self)
 
+    def as_written(self) -> dict[str, Any]:
+        """The config as JSON data with numbers as a researcher writes them (`ratio: 2/3`):
+        for people to read (tables, printed YAML); it loads back into an equal config."""
+        return self.model_dump(mode="json") | {"game": self.game.as_written()}
+
     def with_base_urls(self, urls: Sequence[str], where: str = "base_urls") -> RunConfig:
         """This config with its model reached at `urls` (a restarted server on a new port).
 

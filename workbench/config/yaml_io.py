@@ -211,9 +211,11 @@ def resolve_population(
 def to_yaml(model: BaseModel, *, as_written: bool = False) -> str:
     """A spec as YAML text that loads back into an equal spec; `as_written`: a run config's
     game numbers as a researcher writes them (`ratio: 2/3`), for people to read and edit."""
-    data = model.model_dump(mode="json")
-    if as_written and isinstance(model, RunConfig):
-        data["game"] = model.game.as_written()
+    data = (
+        model.as_written()
+        if as_written and isinstance(model, RunConfig)
+        else model.model_dump(mode="json")
+    )
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 

@@ -36,9 +36,9 @@ def _shown(value: Any) -> Any:
 
 def config_differences(bundles: Bundles) -> pd.DataFrame:
     """One row per dotted config key whose value differs between the bundles (index `key`),
-    one column per bundle; keys that agree everywhere are left out."""
+    one column per bundle, numbers as written (`2/3`); keys that agree everywhere are left out."""
     return _differences(
-        {label: flatten(b.config.model_dump(mode="json")) for label, b in labelled(bundles).items()}
+        {label: flatten(b.config.as_written()) for label, b in labelled(bundles).items()}
     )
 
 
