@@ -452,7 +452,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
     @staticmethod
     def _status_line(status: str, done: int, total: int, bundle: str | None) -> str:
         if not status:
-            return "no run followed"
+            return "no run yet: choose the settings below and press **Run**"
         where = f" · bundle {md(bundle)}" if bundle else ""
         return f"**{md(status)}** · rounds {done} / {total}{where}"
 
