@@ -173,3 +173,15 @@ def test_the_population_editors_fields_are_the_specs() -> None:
         assert declared.doc == info.description, key
         assert getattr(editor, name) == ("" if info.default is None else info.default), key
     assert editor.param["sampling"].objects == ["quota", "iid"]
+
+
+def test_every_widget_of_the_form_carries_its_specs_description() -> None:
+    """What tests/config/test_descriptions.py promises: the dashboard shows the specs' own
+    descriptions (a number or text field's tooltip), never a second wording."""
+    launcher = RunLauncher(results_dir="unused")
+    launcher.settings_view()
+    for field in form_fields():
+        widget = launcher._widgets[field.key]
+        assert field.description, field.key
+        if "description" in widget.param:
+            assert widget.description == field.description, field.key
