@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from tiers import mark_tiers
 
 from workbench.config import PopulationSpec, RunConfig, load_population_spec
 from workbench.population import sample_population
@@ -77,6 +78,11 @@ def embedded_model():
     from workbench.llm.llamacpp import LlamaCppModel
 
     return LlamaCppModel(n_threads=1).load()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test with its tiers (`slow`, `browser`, `notebook`, `ray`): see tiers.py."""
+    mark_tiers(items)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
