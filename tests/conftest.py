@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +138,28 @@ def ray_cluster():
         finally:
             ray.shutdown()
             cluster.shutdown()
+
+
+@pytest.fixture
+def launch_results_dir(tmp_path: Path) -> Iterator[Path]:
+    """An empty results folder for launched runs; any run still live at the end is killed,
+    so a failed test leaves no process behind."""
+    import os
+    import signal
+    import time
+
+    from workbench._processes import process_alive
+    from workbench.runs.status import launches
+
+    folder = tmp_path / "results"
+    yield folder
+    pids = [s.launch.pid for s in launches(folder) if s.launch is not None]
+    for pid in pids:
+        if process_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(process_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 # --------------------------------------------------------------------------- model servers
