@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
+from tiers import mark_tiers
 
 from workbench.config import PopulationSpec, RunConfig, load_population_spec
 from workbench.population import sample_population
@@ -79,6 +80,11 @@ def embedded_model():
     return LlamaCppModel(n_threads=1).load()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test with its tiers (`slow`, `browser`, `notebook`, `ray`): see tiers.py."""
+    mark_tiers(items)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Close llama-cpp-python's two module-level /dev/null handles once the tests are done.
 
@@ -132,6 +138,28 @@ def ray_cluster():
         finally:
             ray.shutdown()
             cluster.shutdown()
+
+
+@pytest.fixture
+def launch_results_dir(tmp_path: Path) -> Iterator[Path]:
+    """An empty results folder for launched runs; any run still live at the end is killed,
+    so a failed test leaves no process behind."""
+    import os
+    import signal
+    import time
+
+    from workbench._processes import process_alive
+    from workbench.runs.status import launches
+
+    folder = tmp_path / "results"
+    yield folder
+    pids = [s.launch.pid for s in launches(folder) if s.launch is not None]
+    for pid in pids:
+        if process_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(process_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 # --------------------------------------------------------------------------- model servers

@@ -118,7 +118,7 @@ def error_cases(work: Path) -> dict[str, list[str | Path]]:
 
 
 @pytest.fixture(scope="module")
-def errors(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Result]]:
+def error_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Result]]:
     """(work dir, name -> result) of every error case; the subprocesses run concurrently."""
     work = tmp_path_factory.mktemp("cli-errors")
     cases = error_cases(work)
@@ -132,9 +132,9 @@ def errors(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Re
 
 @pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
 def test_bad_config_exits_2_with_one_line_and_writes_no_bundle(
-    errors: tuple[Path, dict[str, Result]], case: str
+    error_runs: tuple[Path, dict[str, Result]], case: str
 ) -> None:
-    work, results = errors
+    work, results = error_runs
     result = results[f"config-{case}"]
     line = assert_user_error(result, *BAD_CONFIGS[case][1])
     assert str(work / case / "bad.yaml") in line
@@ -143,16 +143,16 @@ def test_bad_config_exits_2_with_one_line_and_writes_no_bundle(
     assert result.stdout == ""
 
 
-def test_missing_config_file(errors: tuple[Path, dict[str, Result]]) -> None:
-    work, results = errors
+def test_missing_config_file(error_runs: tuple[Path, dict[str, Result]]) -> None:
+    work, results = error_runs
     assert_user_error(results["config-file-missing"], "missing.yaml: file not found")
     assert not (work / "missing-out").exists()
 
 
 def test_bad_command_line_override_names_the_field(
-    errors: tuple[Path, dict[str, Result]],
+    error_runs: tuple[Path, dict[str, Result]],
 ) -> None:
-    work, results = errors
+    work, results = error_runs
     assert_user_error(
         results["override-rounds"], "(with command-line overrides): game.rounds:", "got 0"
     )
@@ -164,9 +164,9 @@ def test_bad_command_line_override_names_the_field(
 
 @pytest.mark.parametrize("command", ["show", "verify"])
 def test_bundles_commands_on_a_missing_directory(
-    errors: tuple[Path, dict[str, Result]], command: str
+    error_runs: tuple[Path, dict[str, Result]], command: str
 ) -> None:
-    _, results = errors
+    _, results = error_runs
     assert_user_error(
         results[f"{command}-missing-dir"],
         "nothing-here/manifest.json: not a result bundle (no such directory)",
@@ -176,33 +176,35 @@ def test_bundles_commands_on_a_missing_directory(
 @pytest.mark.parametrize("command", ["show", "verify"])
 @pytest.mark.parametrize("manifest", sorted(MANIFESTS))
 def test_bundles_commands_on_a_garbage_manifest(
-    errors: tuple[Path, dict[str, Result]], command: str, manifest: str
+    error_runs: tuple[Path, dict[str, Result]], command: str, manifest: str
 ) -> None:
-    _, results = errors
+    _, results = error_runs
     assert_user_error(
         results[f"{command}-manifest-{manifest}"],
         f"fake-{command}-{manifest}/manifest.json: not a result bundle (",
     )
 
 
-def test_personas_sample_rejects_other_suffixes(errors: tuple[Path, dict[str, Result]]) -> None:
-    work, results = errors
+def test_personas_sample_rejects_other_suffixes(error_runs: tuple[Path, dict[str, Result]]) -> None:
+    work, results = error_runs
     result = results["personas-out-txt"]
     assert_user_error(result, "--out: use a .parquet or .csv file name, got 'x.txt'")
     assert not (work / "x.txt").exists()
     assert result.stdout == ""  # rejected before anything was sampled or printed
 
 
-def test_personas_sample_bad_spec(errors: tuple[Path, dict[str, Result]]) -> None:
-    _, results = errors
+def test_personas_sample_bad_spec(error_runs: tuple[Path, dict[str, Result]]) -> None:
+    _, results = error_runs
     assert_user_error(
         results["personas-bad-spec"],
         "spec.yaml: dimensions.0: dimension 'g': shares must sum to 1, got 1.4",
     )
 
 
-def test_level_k_unknown_attribute_writes_nothing(errors: tuple[Path, dict[str, Result]]) -> None:
-    work, results = errors
+def test_level_k_unknown_attribute_writes_nothing(
+    error_runs: tuple[Path, dict[str, Result]],
+) -> None:
+    work, results = error_runs
     assert_user_error(
         results["level-k-unknown-attribute"],
         "policy.attribute: 'job' is not a population dimension",

@@ -86,7 +86,7 @@ def wait_for_first_round(proc: subprocess.Popen[str], out: Path) -> Path:
 
 
 @pytest.fixture
-def running(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+def started_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
     """A started slow run; killed at teardown whatever the test did."""
     proc, out = start_run(tmp_path)
     try:
@@ -98,9 +98,9 @@ def running(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
 
 
 def test_sigkill_leaves_an_incomplete_bundle(
-    running: tuple[subprocess.Popen[str], Path], tmp_path: Path
+    started_run: tuple[subprocess.Popen[str], Path], tmp_path: Path
 ) -> None:
-    proc, out = running
+    proc, out = started_run
     path = wait_for_first_round(proc, out)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=EXIT_TIMEOUT_S)
@@ -148,8 +148,8 @@ def test_sigkill_leaves_an_incomplete_bundle(
     assert "Traceback" not in result.stderr
 
 
-def test_sigint_marks_the_bundle_cancelled(running: tuple[subprocess.Popen[str], Path]) -> None:
-    proc, out = running
+def test_sigint_marks_the_bundle_cancelled(started_run: tuple[subprocess.Popen[str], Path]) -> None:
+    proc, out = started_run
     path = wait_for_first_round(proc, out)
     proc.send_signal(signal.SIGINT)
     try:

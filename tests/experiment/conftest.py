@@ -24,7 +24,7 @@ def grid() -> dict[str, Any]:
 
 
 @pytest.fixture
-def base(make_config: Callable[..., RunConfig]) -> RunConfig:
+def level_k_config(make_config: Callable[..., RunConfig]) -> RunConfig:
     """10 level-k agents (fast, no model), 2 rounds, shards of 4."""
     return make_config(policy={"kind": "level_k"})
 

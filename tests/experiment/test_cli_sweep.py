@@ -68,8 +68,8 @@ def test_sweep_with_a_bad_grid_exits_2_and_writes_nothing(tmp_path: Path) -> Non
     assert not (tmp_path / "results").exists()
 
 
-def test_bundles_compare_shows_only_the_keys_that_differ(base, tmp_path: Path) -> None:
-    experiment = sweep(base, {"grid": {"seed": [1, 2]}}, tmp_path / "exp")
+def test_bundles_compare_shows_only_the_keys_that_differ(level_k_config, tmp_path: Path) -> None:
+    experiment = sweep(level_k_config, {"grid": {"seed": [1, 2]}}, tmp_path / "exp")
     paths = [b.path for b in experiment.bundles().values()]
     result = in_process(["bundles", "compare", *paths], cwd=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -10,9 +10,9 @@ from workbench.errors import BundleError
 from workbench.experiment import Experiment, compare_rounds, config_differences, sweep
 
 
-def test_differences_and_rounds_of_a_sweep(base, tmp_path: Path) -> None:
+def test_differences_and_rounds_of_a_sweep(level_k_config, tmp_path: Path) -> None:
     grid = {"grid": {"game.ratio": ["2/3", "1/2"]}, "cells": [{"n_agents": 12, "seed": 9}]}
-    experiment = sweep(base, grid, tmp_path / "exp")
+    experiment = sweep(level_k_config, grid, tmp_path / "exp")
     bundles = experiment.bundles()
     differ = config_differences(bundles)
     assert list(differ.columns) == list(bundles)

@@ -21,12 +21,12 @@ cells:
 """
 
 
-def test_a_yaml_grid_expands_in_order(base, tmp_path: Path) -> None:
+def test_a_yaml_grid_expands_in_order(level_k_config, tmp_path: Path) -> None:
     path = tmp_path / "grid.yaml"
     path.write_text(GRID_YAML, encoding="utf-8")
     spec, folder = load_grid(path)
     assert folder == tmp_path and spec.size() == 5
-    cells = expand_grid(base, spec)
+    cells = expand_grid(level_k_config, spec)
     assert [c.overrides.get("game.ratio") for c in cells] == ["2/3", "2/3", "1/2", "1/2", None]
     assert [c.run_config.n_agents for c in cells] == [12, 12, 12, 12, 10]
     prompts = [c.run_config.game.prompt for c in cells]
@@ -36,13 +36,13 @@ def test_a_yaml_grid_expands_in_order(base, tmp_path: Path) -> None:
         "ratio-2_3__prompt-style_step_by_step_rational_note_true__n_agents-12-"
     )
     assert cells[4].id.startswith("seed-1__temperature-0.5-")
-    again = expand_grid(base, spec)
+    again = expand_grid(level_k_config, spec)
     assert [c.id for c in again] == [c.id for c in cells]  # deterministic
 
 
-def test_equal_values_written_differently_are_one_cell(base) -> None:
+def test_equal_values_written_differently_are_one_cell(level_k_config) -> None:
     with pytest.raises(ConfigError, match="grid cell 2 of 2 .*the same config as grid cell 1"):
-        expand_grid(base, load_grid({"grid": {"game.ratio": ["1/2", 0.5]}})[0])
+        expand_grid(level_k_config, load_grid({"grid": {"game.ratio": ["1/2", 0.5]}})[0])
 
 
 BAD_GRIDS: dict[str, tuple[dict[str, Any], list[str]]] = {
@@ -87,9 +87,9 @@ def test_a_bad_grid_is_one_config_error_and_writes_nothing(
     case: str, make_config, tmp_path: Path
 ) -> None:
     grid, needles = BAD_GRIDS[case]
-    base = make_config(policy={"kind": "level_k", "attribute": "education"})
+    level_k_config = make_config(policy={"kind": "level_k", "attribute": "education"})
     with pytest.raises(ConfigError) as info:
-        sweep(base, grid, tmp_path / "exp")
+        sweep(level_k_config, grid, tmp_path / "exp")
     message = str(info.value)
     assert "\n" not in message
     for needle in needles:

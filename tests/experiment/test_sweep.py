@@ -38,8 +38,8 @@ def answers(experiment: Experiment) -> dict[str, pd.DataFrame]:
     }
 
 
-def test_a_sweep_runs_every_cell_into_one_folder(base, grid, tmp_path: Path) -> None:
-    experiment = sweep(base, grid, tmp_path / "exp")
+def test_a_sweep_runs_every_cell_into_one_folder(level_k_config, grid, tmp_path: Path) -> None:
+    experiment = sweep(level_k_config, grid, tmp_path / "exp")
     index = pd.read_parquet(tmp_path / "exp" / "index.parquet")  # pandas alone
     assert len(index) == 8 and list(index["status"]) == ["complete"] * 8
     assert list(index.columns[:5]) == ["cell", "game.prompt.style", "game.ratio", "seed", "bundle"]
@@ -60,31 +60,31 @@ def test_a_sweep_runs_every_cell_into_one_folder(base, grid, tmp_path: Path) -> 
     pd.testing.assert_frame_equal(Experiment.open(tmp_path / "exp").index(), index)
 
 
-def test_a_second_run_rewrites_no_bundle(base, grid, tmp_path: Path, hook_runs) -> None:
-    sweep(base, grid, tmp_path / "exp")
+def test_a_second_run_rewrites_no_bundle(level_k_config, grid, tmp_path: Path, hook_runs) -> None:
+    sweep(level_k_config, grid, tmp_path / "exp")
     before = stamps(tmp_path / "exp")
     calls = hook_runs()
     seen = []
-    sweep(base, grid, tmp_path / "exp", on_cell=seen.append)
+    sweep(level_k_config, grid, tmp_path / "exp", on_cell=seen.append)
     assert calls == [] and stamps(tmp_path / "exp") == before
     assert [r.action for r in seen] == ["kept"] * 8
     assert [r.status for r in seen] == ["complete"] * 8
 
 
 def test_an_interrupted_sweep_completes_on_rerun_with_the_same_answers(
-    base, grid, tmp_path: Path, hook_runs
+    level_k_config, grid, tmp_path: Path, hook_runs
 ) -> None:
     hook_runs({4: interrupt})
     with pytest.raises(KeyboardInterrupt):
-        sweep(base, grid, tmp_path / "exp")
+        sweep(level_k_config, grid, tmp_path / "exp")
     index = Experiment.open(tmp_path / "exp").index()
     assert list(index["status"]) == ["complete"] * 3 + ["cancelled"] + ["pending"] * 4
     assert index["rounds_done"][3] == 1
     seen = []
-    resumed = sweep(base, grid, tmp_path / "exp", on_cell=seen.append)
+    resumed = sweep(level_k_config, grid, tmp_path / "exp", on_cell=seen.append)
     assert [r.action for r in seen] == ["kept"] * 3 + ["resumed"] + ["ran"] * 4
     assert list(resumed.index()["status"]) == ["complete"] * 8
-    whole = sweep(base, grid, tmp_path / "whole")
+    whole = sweep(level_k_config, grid, tmp_path / "whole")
     for (cell, got), (same, want) in zip(
         answers(resumed).items(), answers(whole).items(), strict=True
     ):
@@ -92,35 +92,39 @@ def test_an_interrupted_sweep_completes_on_rerun_with_the_same_answers(
         pd.testing.assert_frame_equal(got, want)
 
 
-def test_a_failed_cell_is_recorded_and_retried(base, grid, tmp_path: Path, hook_runs) -> None:
+def test_a_failed_cell_is_recorded_and_retried(
+    level_k_config, grid, tmp_path: Path, hook_runs
+) -> None:
     calls = hook_runs({2: model_dies})
-    experiment = sweep(base, grid, tmp_path / "exp")  # a failed cell does not stop the sweep
+    experiment = sweep(
+        level_k_config, grid, tmp_path / "exp"
+    )  # a failed cell does not stop the sweep
     index = experiment.index()
     assert list(index["status"]) == ["complete", "failed"] + ["complete"] * 6
     assert "the model server went away" in index["error"][1]
     seen = []
     calls.clear()
-    sweep(base, grid, tmp_path / "exp", on_cell=seen.append)
+    sweep(level_k_config, grid, tmp_path / "exp", on_cell=seen.append)
     assert calls == [1] and seen[1].action == "resumed"
     assert list(experiment.index()["status"]) == ["complete"] * 8
 
 
-def test_a_cell_that_cannot_be_resumed_starts_again(base, grid, tmp_path: Path) -> None:
-    experiment = sweep(base, grid, tmp_path / "exp")
+def test_a_cell_that_cannot_be_resumed_starts_again(level_k_config, grid, tmp_path: Path) -> None:
+    experiment = sweep(level_k_config, grid, tmp_path / "exp")
     cell = experiment.cells[5]
     (experiment.cell_path(cell) / "manifest.json").unlink()  # died while being created
     seen = []
-    sweep(base, grid, tmp_path / "exp", on_cell=seen.append)
+    sweep(level_k_config, grid, tmp_path / "exp", on_cell=seen.append)
     assert seen[5].action == "restarted" and seen[5].status == "complete"
     assert (tmp_path / "exp" / "stale" / f"{cell.id}.1" / "personas.parquet").is_file()
     assert verify_bundle(experiment.cell_path(cell)).ok
 
 
-def test_a_changed_grid_adds_its_new_cells(base, tmp_path: Path, hook_runs) -> None:
-    sweep(base, {"grid": {"seed": [1, 2]}}, tmp_path / "exp")
+def test_a_changed_grid_adds_its_new_cells(level_k_config, tmp_path: Path, hook_runs) -> None:
+    sweep(level_k_config, {"grid": {"seed": [1, 2]}}, tmp_path / "exp")
     calls = hook_runs()
     bigger = {"grid": {"seed": [1, 2, 3]}, "cells": [{"game.ratio": "1/2"}]}
-    experiment = sweep(base, bigger, tmp_path / "exp")
+    experiment = sweep(level_k_config, bigger, tmp_path / "exp")
     assert len(calls) == 2
     index = experiment.index()
     assert list(index["seed"]) == [1, 2, 3, 7]  # the explicit cell keeps the base seed
@@ -128,8 +132,10 @@ def test_a_changed_grid_adds_its_new_cells(base, tmp_path: Path, hook_runs) -> N
     assert list(index["status"]) == ["complete"] * 4
 
 
-def test_a_folder_of_another_base_config_is_refused(base, make_config, tmp_path: Path) -> None:
-    sweep(base, {"grid": {"seed": [1]}}, tmp_path / "exp")
+def test_a_folder_of_another_base_config_is_refused(
+    level_k_config, make_config, tmp_path: Path
+) -> None:
+    sweep(level_k_config, {"grid": {"seed": [1]}}, tmp_path / "exp")
     before = (tmp_path / "exp" / "experiment.json").read_bytes()
     other = make_config(policy={"kind": "level_k"}, n_agents=12)
     with pytest.raises(ConfigError, match=r"another base config \(it differs at n_agents\)"):
@@ -137,9 +143,9 @@ def test_a_folder_of_another_base_config_is_refused(base, make_config, tmp_path:
     assert (tmp_path / "exp" / "experiment.json").read_bytes() == before
 
 
-def test_a_folder_that_holds_other_files_is_refused(base, tmp_path: Path) -> None:
+def test_a_folder_that_holds_other_files_is_refused(level_k_config, tmp_path: Path) -> None:
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "notes.txt").write_text("mine")
     with pytest.raises(ConfigError, match="holds other files and is no experiment"):
-        sweep(base, {"grid": {"seed": [1]}}, tmp_path / "results")
+        sweep(level_k_config, {"grid": {"seed": [1]}}, tmp_path / "results")
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["notes.txt"]

@@ -17,7 +17,7 @@ from workbench.agents.persona_writer import (
     parse_persona,
     persona_seed,
 )
-from workbench.config import PopulationSpec, load_population_spec
+from workbench.config import PopulationSpec
 from workbench.errors import ConfigError
 from workbench.llm.base import ChatResult, SamplingParams
 from workbench.llm.cache import CachedModel, ResponseCache
@@ -27,11 +27,6 @@ from workbench.population.persona_sets import load_persona_set, save_persona_set
 ROOT = Path(__file__).resolve().parents[2]
 EDUCATION = ROOT / "personas" / "paper-education.yaml"
 GOOD = "Name: Ada Park. Gender: female. Age: 34. Personality: curious, careful and kind."
-
-
-@pytest.fixture
-def spec() -> PopulationSpec:
-    return load_population_spec(EDUCATION)
 
 
 class FakeModel:
@@ -75,16 +70,16 @@ def test_parse_persona_tags():
     assert parse_persona(f"<persona>{GOOD}</persona><persona>{GOOD} 2</persona>") == GOOD
 
 
-def test_meta_prompt_lists_attributes_and_tags(spec):
+def test_meta_prompt_lists_attributes_and_tags(education_spec):
     attributes = {"education": "doctoral degree", "gender": "female"}
-    system, user = meta_prompt(attributes, spec)
+    system, user = meta_prompt(attributes, education_spec)
     assert system["role"] == "system" and user["role"] == "user"
     text = system["content"] + user["content"]
     for value in attributes.values():
         assert value in user["content"]
     assert "<persona>" in text and "</persona>" in text
     assert user["content"].index("gender") < user["content"].index("education")  # spec order
-    assert meta_prompt(attributes, spec) == (system, user)
+    assert meta_prompt(attributes, education_spec) == (system, user)
 
 
 def test_persona_seed_differs_by_agent_and_attempt():
@@ -94,10 +89,10 @@ def test_persona_seed_differs_by_agent_and_attempt():
     assert all(0 <= s < 2**31 for s in seeds)
 
 
-def test_generate_retries_malformed_and_falls_back(spec):
-    frame = sample_population(spec, 8, seed=1)
+def test_generate_retries_malformed_and_falls_back(education_spec):
+    frame = sample_population(education_spec, 8, seed=1)
     model = FakeModel(flaky={1, 4}, broken={6})
-    out = asyncio.run(generate_personas(frame, spec, model, seed=3, max_attempts=3))
+    out = asyncio.run(generate_personas(frame, education_spec, model, seed=3, max_attempts=3))
 
     # one batched call per attempt: all 8, then the 3 malformed, then only the broken one
     assert [len(c) for c in model.calls] == [8, 3, 1]
@@ -118,42 +113,46 @@ def test_generate_retries_malformed_and_falls_back(spec):
     pd.testing.assert_frame_equal(out[["agent_id", "gender", "education"]], frame.iloc[:, :3])
 
 
-def test_generate_is_reproducible_in_seeds(spec):
-    frame = sample_population(spec, 4, seed=0)
+def test_generate_is_reproducible_in_seeds(education_spec):
+    frame = sample_population(education_spec, 4, seed=0)
     a, b = FakeModel(), FakeModel()
-    asyncio.run(generate_personas(frame, spec, a, seed=9))
-    asyncio.run(generate_personas(frame, spec, b, seed=9))
+    asyncio.run(generate_personas(frame, education_spec, a, seed=9))
+    asyncio.run(generate_personas(frame, education_spec, b, seed=9))
     assert [r.seed for r in a.calls[0]] == [r.seed for r in b.calls[0]]
     assert [r.messages for r in a.calls[0]] == [r.messages for r in b.calls[0]]
 
 
-def test_generate_rejects_missing_dimension(spec):
-    frame = sample_population(spec, 4, seed=0).drop(columns=["education"])
+def test_generate_rejects_missing_dimension(education_spec):
+    frame = sample_population(education_spec, 4, seed=0).drop(columns=["education"])
     with pytest.raises(ConfigError, match="education"):
-        asyncio.run(generate_personas(frame, spec, FakeModel()))
+        asyncio.run(generate_personas(frame, education_spec, FakeModel()))
 
 
-def test_cached_model_second_generation_makes_no_calls(spec, tmp_path):
-    frame = sample_population(spec, 6, seed=2)
+def test_cached_model_second_generation_makes_no_calls(education_spec, tmp_path):
+    frame = sample_population(education_spec, 6, seed=2)
     inner = FakeModel(flaky={2})
     cached = CachedModel(inner, ResponseCache(tmp_path / "cache.sqlite"))
-    first = asyncio.run(generate_personas(frame, spec, cached, seed=1))
+    first = asyncio.run(generate_personas(frame, education_spec, cached, seed=1))
     n_calls = len(inner.calls)
     assert cached.calls == 7  # 6 agents + 1 retry
-    second = asyncio.run(generate_personas(frame, spec, cached, seed=1))
+    second = asyncio.run(generate_personas(frame, education_spec, cached, seed=1))
     assert len(inner.calls) == n_calls and cached.calls == 7
     pd.testing.assert_frame_equal(first, second)
 
 
-def test_save_load_round_trip(spec, tmp_path):
+def test_save_load_round_trip(education_spec, tmp_path):
     frame = asyncio.run(
-        generate_personas(sample_population(spec, 5, seed=0), spec, FakeModel(broken={0}))
+        generate_personas(
+            sample_population(education_spec, 5, seed=0), education_spec, FakeModel(broken={0})
+        )
     )
-    path = save_persona_set(frame, spec, {"engine": "fake", "name": "x"}, tmp_path / "p.parquet")
+    path = save_persona_set(
+        frame, education_spec, {"engine": "fake", "name": "x"}, tmp_path / "p.parquet"
+    )
     assert path.is_file() and not list(tmp_path.glob(".*tmp"))
     loaded, meta = load_persona_set(path)
     pd.testing.assert_frame_equal(loaded, frame)
-    assert PopulationSpec.model_validate_json(meta["spec"]) == spec
+    assert PopulationSpec.model_validate_json(meta["spec"]) == education_spec
     assert meta["model"] == {"engine": "fake", "name": "x"}
     assert meta["n"] == 5 and meta["created_at"]
     assert meta["sources"] == {"llm": 4, "template": 1}
@@ -176,7 +175,7 @@ def test_old_import_paths_are_the_new_objects():
         population.no_such_name  # noqa: B018
 
 
-def test_model_answering_too_few_is_a_contract_error(spec):
+def test_model_answering_too_few_is_a_contract_error(education_spec):
     from workbench.errors import ContractError
 
     class Short(FakeModel):
@@ -184,7 +183,9 @@ def test_model_answering_too_few_is_a_contract_error(spec):
             return (await super().generate(requests, params))[:-1]
 
     with pytest.raises(ContractError, match="3 results for 4 requests"):
-        asyncio.run(generate_personas(sample_population(spec, 4, seed=0), spec, Short()))
+        asyncio.run(
+            generate_personas(sample_population(education_spec, 4, seed=0), education_spec, Short())
+        )
 
 
 def test_load_missing_or_unreadable(tmp_path):
@@ -197,12 +198,14 @@ def test_load_missing_or_unreadable(tmp_path):
 
 
 @pytest.mark.slow
-def test_embedded_model_generates_personas(spec):
+def test_embedded_model_generates_personas(education_spec):
     from workbench.llm.llamacpp import LlamaCppModel
 
-    frame = sample_population(spec, 3, seed=0)
+    frame = sample_population(education_spec, 3, seed=0)
     params = SamplingParams(max_tokens=200, temperature=0.8)
-    out = asyncio.run(generate_personas(frame, spec, LlamaCppModel(), seed=0, params=params))
+    out = asyncio.run(
+        generate_personas(frame, education_spec, LlamaCppModel(), seed=0, params=params)
+    )
     assert out["persona"].map(lambda t: isinstance(t, str) and t.strip() != "").all()
     assert set(out["persona_source"]) <= {"llm", "template"}
     # the tag grammar makes even the 135M model answer between the tags

@@ -56,7 +56,7 @@ def play(writer: BundleWriter) -> None:
 
 
 @pytest.fixture
-def honest() -> Callable[..., Path]:
+def write_honest_bundle() -> Callable[..., Path]:
     """`honest(root, run_id="r1", finish=True)`: the path of a two-round bundle."""
 
     def build(root: Path, run_id: str = "r1", finish: bool = True) -> Path:

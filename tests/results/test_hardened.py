@@ -26,8 +26,8 @@ def edit_manifest(bundle: Path, **changes) -> None:
 # --------------------------------------------------------------------------- listed files only
 
 
-def test_an_injected_part_file_is_ignored_and_named(tmp_path: Path, honest) -> None:
-    path = honest(tmp_path)
+def test_an_injected_part_file_is_ignored_and_named(tmp_path: Path, write_honest_bundle) -> None:
+    path = write_honest_bundle(tmp_path)
     before = Bundle.open(path).responses()
     rogue = pq.read_table(path / "responses/round-1/part-00000.parquet")
     pq.write_table(rogue, path / "responses/round-1/part-00002.parquet")
@@ -42,8 +42,8 @@ def test_an_injected_part_file_is_ignored_and_named(tmp_path: Path, honest) -> N
     ]
 
 
-def test_a_live_bundle_reads_what_is_there(tmp_path: Path, honest) -> None:
-    path = honest(tmp_path, finish=False)
+def test_a_live_bundle_reads_what_is_there(tmp_path: Path, write_honest_bundle) -> None:
+    path = write_honest_bundle(tmp_path, finish=False)
     rogue = pq.read_table(path / "responses/round-1/part-00000.parquet")
     pq.write_table(rogue, path / "responses/round-1/part-00002.parquet")
     assert len(Bundle.open(path).responses(1)) == 6  # no file list yet to hold it against
@@ -62,8 +62,10 @@ def test_an_unlisted_table_is_not_read(tmp_path: Path, config) -> None:
 # --------------------------------------------------------------------------- symbolic links
 
 
-def test_a_symlinked_file_is_refused_by_verify_and_the_reader(tmp_path: Path, honest) -> None:
-    path = honest(tmp_path)
+def test_a_symlinked_file_is_refused_by_verify_and_the_reader(
+    tmp_path: Path, write_honest_bundle
+) -> None:
+    path = write_honest_bundle(tmp_path)
     part = path / "responses/round-2/part-00001.parquet"
     outside = tmp_path / "outside.parquet"
     part.rename(outside)
@@ -78,8 +80,8 @@ def test_a_symlinked_file_is_refused_by_verify_and_the_reader(tmp_path: Path, ho
     assert "\n" not in str(caught.value)
 
 
-def test_a_symlinked_folder_is_refused(tmp_path: Path, honest) -> None:
-    path = honest(tmp_path)
+def test_a_symlinked_folder_is_refused(tmp_path: Path, write_honest_bundle) -> None:
+    path = write_honest_bundle(tmp_path)
     (path / "responses").rename(tmp_path / "elsewhere")
     (path / "responses").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     problems = verify_bundle(path).problems
@@ -91,8 +93,8 @@ def test_a_symlinked_folder_is_refused(tmp_path: Path, honest) -> None:
         Bundle.open(path).responses()
 
 
-def test_a_symlinked_manifest_is_refused(tmp_path: Path, honest) -> None:
-    path = honest(tmp_path)
+def test_a_symlinked_manifest_is_refused(tmp_path: Path, write_honest_bundle) -> None:
+    path = write_honest_bundle(tmp_path)
     (path / "manifest.json").rename(tmp_path / "manifest.json")
     (path / "manifest.json").symlink_to(tmp_path / "manifest.json")
     with pytest.raises(BundleError, match=r"manifest\.json: is a symbolic link"):
@@ -102,8 +104,8 @@ def test_a_symlinked_manifest_is_refused(tmp_path: Path, honest) -> None:
 # --------------------------------------------------------------------------- each problem once
 
 
-def test_verify_reports_each_problem_once(tmp_path: Path, honest) -> None:
-    path = honest(tmp_path)
+def test_verify_reports_each_problem_once(tmp_path: Path, write_honest_bundle) -> None:
+    path = write_honest_bundle(tmp_path)
     rounds = pd.read_parquet(path / "rounds.parquet")
     doubled = pd.concat([rounds, rounds[rounds["round"] == 1]], ignore_index=True)
     doubled.loc[doubled["round"] == 1, "mean"] += 1.0  # two rows say the same wrong thing
@@ -136,8 +138,10 @@ def test_verify_reports_each_problem_once(tmp_path: Path, honest) -> None:
         ("config", "n_agents: 4", lambda b: b.config),
     ],
 )
-def test_wrong_typed_manifest_fields_give_one_line(tmp_path: Path, honest, field, value, read):
-    path = honest(tmp_path)
+def test_wrong_typed_manifest_fields_give_one_line(
+    tmp_path: Path, write_honest_bundle, field, value, read
+):
+    path = write_honest_bundle(tmp_path)
     edit_manifest(path, **{field: value})
     bundle = Bundle.open(path)
     with pytest.raises(BundleError) as caught:
@@ -148,25 +152,25 @@ def test_wrong_typed_manifest_fields_give_one_line(tmp_path: Path, honest, field
     assert message.endswith("the bundle is damaged - rerun or restore it")
 
 
-def test_the_rounds_field_message(tmp_path: Path, honest) -> None:
-    path = honest(tmp_path)
+def test_the_rounds_field_message(tmp_path: Path, write_honest_bundle) -> None:
+    path = write_honest_bundle(tmp_path)
     edit_manifest(path, rounds="three")
     with pytest.raises(BundleError, match="field 'rounds' must be a list, got str; the bundle"):
         _ = Bundle.open(path).rounds_count
 
 
-def test_typed_accessors(tmp_path: Path, honest) -> None:
-    bundle = Bundle.open(honest(tmp_path))
+def test_typed_accessors(tmp_path: Path, write_honest_bundle) -> None:
+    bundle = Bundle.open(write_honest_bundle(tmp_path))
     assert isinstance(bundle.created_at, str) and isinstance(bundle.finished_at, str)
     assert bundle.error is None and bundle.model == {} and bundle.is_finished
     assert [r["round"] for r in bundle.rounds_done] == [1, 2]
 
 
-def test_a_damaged_bundle_is_left_out_of_the_listing(tmp_path: Path, honest) -> None:
+def test_a_damaged_bundle_is_left_out_of_the_listing(tmp_path: Path, write_honest_bundle) -> None:
     from workbench.results import list_bundles
 
-    honest(tmp_path, "good")
-    edit_manifest(honest(tmp_path, "bad"), rounds="three")
+    write_honest_bundle(tmp_path, "good")
+    edit_manifest(write_honest_bundle(tmp_path, "bad"), rounds="three")
     assert list_bundles(tmp_path)["run_id"].tolist() == ["good"]
 
 

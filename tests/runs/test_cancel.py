@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals a
 
 
 @pytest.fixture
-def foreign() -> Iterator[subprocess.Popen[bytes]]:
+def foreign_process() -> Iterator[subprocess.Popen[bytes]]:
     """A process of this user that is no workbench run."""
     proc = subprocess.Popen(["sleep", "300"])
     try:
@@ -62,14 +62,14 @@ def _iso(epoch: float) -> str:
 
 
 def test_a_planted_record_pointing_at_a_foreign_process_is_refused(
-    foreign: subprocess.Popen[bytes], tmp_path: Path
+    foreign_process: subprocess.Popen[bytes], tmp_path: Path
 ) -> None:
     results = tmp_path / "results"
-    started = process_started(foreign.pid)
+    started = process_started(foreign_process.pid)
     assert started is not None
     # the record copies the foreign process's own command line and start time
-    command = list(process_command(foreign.pid) or ())
-    folder = _plant(results, "planted-1", foreign.pid, command, _iso(started))
+    command = list(process_command(foreign_process.pid) or ())
+    folder = _plant(results, "planted-1", foreign_process.pid, command, _iso(started))
 
     with pytest.raises(BundleError, match=r"is not this launch's `workbench run`.*nothing sent"):
         cancel(Launch.read(folder))
@@ -81,11 +81,11 @@ def test_a_planted_record_pointing_at_a_foreign_process_is_refused(
     assert done.stderr.startswith("error: launch planted-1: pid ") and "nothing sent" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (folder / "cancel.json").exists()
-    assert foreign.poll() is None and process_alive(foreign.pid)  # unharmed
+    assert foreign_process.poll() is None and process_alive(foreign_process.pid)  # unharmed
 
 
 def test_a_forged_command_line_still_needs_the_process_to_say_it(
-    foreign: subprocess.Popen[bytes], tmp_path: Path
+    foreign_process: subprocess.Popen[bytes], tmp_path: Path
 ) -> None:
     """A record may claim the launch's exact `workbench run` command: the process's own command
     line (from /proc) is what counts, and `sleep` is no workbench run."""
@@ -93,27 +93,29 @@ def test_a_forged_command_line_still_needs_the_process_to_say_it(
     folder = results / LAUNCHES_DIR / "planted-2"
     claimed = [sys.executable, "-m", "workbench.cli", "run", str(folder / "config.yaml")]
     claimed += ["--out", str(results), "--run-id", "planted-2", "--no-progress"]
-    started = process_started(foreign.pid) or 0.0
-    _plant(results, "planted-2", foreign.pid, claimed, _iso(started))
+    started = process_started(foreign_process.pid) or 0.0
+    _plant(results, "planted-2", foreign_process.pid, claimed, _iso(started))
     with pytest.raises(BundleError, match="is not this launch's `workbench run`"):
         cancel(folder)
-    assert foreign.poll() is None
+    assert foreign_process.poll() is None
 
 
 def test_a_record_from_another_time_or_host_is_refused(
-    foreign: subprocess.Popen[bytes], tmp_path: Path
+    foreign_process: subprocess.Popen[bytes], tmp_path: Path
 ) -> None:
     results = tmp_path / "results"
-    folder = _plant(results, "old-1", foreign.pid, ["sleep", "300"], "2020-01-01T00:00:00+00:00")
+    folder = _plant(
+        results, "old-1", foreign_process.pid, ["sleep", "300"], "2020-01-01T00:00:00+00:00"
+    )
     record = Launch.read(folder)
     assert record.bundle == results / "old-1"
     with pytest.raises(BundleError, match="not this launch's `workbench run`.*nothing sent"):
         cancel(record)
-    other = _plant(results, "elsewhere-1", foreign.pid, ["sleep", "300"], _iso(0))
+    other = _plant(results, "elsewhere-1", foreign_process.pid, ["sleep", "300"], _iso(0))
     data = json.loads((other / "launch.json").read_text(encoding="utf-8"))
     (other / "launch.json").write_text(json.dumps({**data, "host": "another-host"}))
     assert "runs on host another-host; cancel it there" in cancel_run(other)
-    assert foreign.poll() is None
+    assert foreign_process.poll() is None
 
 
 def test_a_bundle_without_a_launch_record_is_not_cancelled_from_here(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -26,7 +26,6 @@ from cli_helpers import workbench
 from fake_openai import FakeServer
 from ports import free_port
 
-from workbench._processes import process_alive
 from workbench.config import RunConfig, load_run_config
 from workbench.errors import BundleError, ConfigError, ModelError
 from workbench.results import Bundle, list_bundles, verify_bundle
@@ -57,24 +56,10 @@ def until(check: Callable[[], LaunchState | None], timeout_s: float = WAIT_S) ->
     raise AssertionError(f"not reached within {timeout_s} s")
 
 
-def only(results: Path) -> LaunchState:
-    """The one launch under `results`."""
-    (state,) = launches(results)
+def only(launch_results_dir: Path) -> LaunchState:
+    """The one launch under `launch_results_dir`."""
+    (state,) = launches(launch_results_dir)
     return state
-
-
-@pytest.fixture
-def results(tmp_path: Path) -> Iterator[Path]:
-    """A results folder; any run still live at the end is killed (a failed test leaves none)."""
-    folder = tmp_path / "results"
-    yield folder
-    pids = [s.launch.pid for s in launches(folder) if s.launch is not None]
-    for pid in pids:
-        if process_alive(pid):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while any(process_alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -91,29 +76,42 @@ def _responses(bundle: Bundle) -> pd.DataFrame:
 
 
 def test_a_launch_writes_the_bundle_the_cli_writes(
-    results: Path, tmp_path: Path, make_config: Callable[..., RunConfig]
+    launch_results_dir: Path, tmp_path: Path, make_config: Callable[..., RunConfig]
 ) -> None:
     config = make_config(policy={"kind": "level_k"}, n_agents=30, rounds=2, agents_per_shard=10)
-    record = launch(config, results)
+    record = launch(config, launch_results_dir)
     stored = json.loads((record.folder / "launch.json").read_text(encoding="utf-8"))
     assert stored["pid"] == record.pid
     assert stored["command"][1:] == [
         *("-m", "workbench.cli", "run", str(record.config_path)),
-        *("--out", str(results.absolute()), "--run-id", record.launch_id, "--no-progress"),
+        *(
+            "--out",
+            str(launch_results_dir.absolute()),
+            "--run-id",
+            record.launch_id,
+            "--no-progress",
+        ),
     ]
     # the launcher knows its child's bundle from the run id it chose, before the child starts
-    assert record.bundle == results.absolute() / record.launch_id
+    assert record.bundle == launch_results_dir.absolute() / record.launch_id
     assert Launch.read(record.folder) == record
     assert load_run_config(record.config_path) == config  # the config, in the CLI's YAML
 
-    state = wait_for(results, record.launch_id, timeout_s=WAIT_S)
+    state = wait_for(launch_results_dir, record.launch_id, timeout_s=WAIT_S)
     assert state.status == "complete" and state.error is None
     assert state.rounds_done == state.rounds == 2
     assert state.bundle == record.bundle and Bundle.open(record.bundle).run_id == record.launch_id
     assert verify_bundle(state.bundle).ok
-    assert until(lambda: s if (s := only(results)).returncode is not None else None).returncode == 0
+    assert (
+        until(
+            lambda: s if (s := only(launch_results_dir)).returncode is not None else None
+        ).returncode
+        == 0
+    )
     # the launch folder is no bundle: the listing holds the run's bundle only
-    assert list(list_bundles(results)["path"].map(lambda p: Path(p).name)) == [state.bundle.name]
+    assert list(list_bundles(launch_results_dir)["path"].map(lambda p: Path(p).name)) == [
+        state.bundle.name
+    ]
 
     direct = workbench("run", record.config_path, "--out", tmp_path / "direct", cwd=tmp_path)
     assert direct.returncode == 0, direct.stderr
@@ -132,17 +130,17 @@ def test_a_launch_writes_the_bundle_the_cli_writes(
     shards = shard_table(state.run)
     assert list(shards["shard"]) == [0, 1, 2] and set(shards["state"]) == {"done"}
     assert list(shards["answered"]) == [10, 10, 10] and set(shards["round"]) == {2}
-    table = launches_table(launches(results))
+    table = launches_table(launches(launch_results_dir))
     assert table.loc[0, "status"] == "complete" and table.loc[0, "rounds"] == "2/2"
 
 
 def test_an_invalid_config_raises_and_starts_nothing(
-    results: Path, tmp_path: Path, make_config: Callable[..., RunConfig]
+    launch_results_dir: Path, tmp_path: Path, make_config: Callable[..., RunConfig]
 ) -> None:
     bad = make_config(policy={"kind": "level_k", "attribute": "shoe_size"})
     with pytest.raises(ConfigError, match="policy.attribute: 'shoe_size' is not a population"):
-        launch(bad, results)
-    assert not (results / LAUNCHES_DIR).exists() and launches(results) == []
+        launch(bad, launch_results_dir)
+    assert not (launch_results_dir / LAUNCHES_DIR).exists() and launches(launch_results_dir) == []
 
     a_file = tmp_path / "taken"
     a_file.write_text("not a folder", encoding="utf-8")
@@ -151,7 +149,7 @@ def test_an_invalid_config_raises_and_starts_nothing(
 
 
 def test_an_unreachable_endpoint_fails_before_anything_starts(
-    results: Path, make_config: Callable[..., RunConfig]
+    launch_results_dir: Path, make_config: Callable[..., RunConfig]
 ) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
     config = make_config(
@@ -160,9 +158,9 @@ def test_an_unreachable_endpoint_fails_before_anything_starts(
     )
     start = time.monotonic()
     with pytest.raises(ModelError, match=f"cannot reach {url}.*is the server running"):
-        launch(config, results)
+        launch(config, launch_results_dir)
     assert time.monotonic() - start < 10
-    assert not results.exists()  # not even the results folder
+    assert not launch_results_dir.exists()  # not even the results folder
 
     with FakeServer(model="m") as server:
         reachable = config.with_base_urls([server.url])
@@ -170,29 +168,31 @@ def test_an_unreachable_endpoint_fails_before_anything_starts(
 
 
 def test_a_run_that_exits_before_its_bundle_reads_failed_with_its_log_line(
-    results: Path, make_config: Callable[..., RunConfig]
+    launch_results_dir: Path, make_config: Callable[..., RunConfig]
 ) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
     config = make_config(
         policy={"kind": "llm"}, model={"kind": "openai", "base_urls": [url], "name": "m"}
     )
-    record = launch(config, results, check=False)  # the run's own check then fails
-    state = until(lambda: s if (s := only(results)).finished else None)
+    record = launch(config, launch_results_dir, check=False)  # the run's own check then fails
+    state = until(lambda: s if (s := only(launch_results_dir)).finished else None)
     assert state.status == "failed" and state.bundle is None
     assert state.error is not None and f"cannot reach {url}" in state.error
     assert state.error == log_error(record.log_path)
-    assert list_bundles(results).empty
+    assert list_bundles(launch_results_dir).empty
     with pytest.raises(BundleError, match="the run is failed; nothing to cancel"):
         cancel(record)
 
 
-def test_cancel_mid_run_marks_the_bundle_cancelled(results: Path, slow_config: RunConfig) -> None:
-    record = launch(slow_config, results)
-    running = until(lambda: s if (s := only(results)).rounds_done >= 1 else None)
+def test_cancel_mid_run_marks_the_bundle_cancelled(
+    launch_results_dir: Path, slow_config: RunConfig
+) -> None:
+    record = launch(slow_config, launch_results_dir)
+    running = until(lambda: s if (s := only(launch_results_dir)).rounds_done >= 1 else None)
     assert running.status == "running" and running.bundle is not None
     assert cancel(running) == record.pid  # the launch's process writes the bundle
 
-    state = until(lambda: s if (s := only(results)).finished else None, 30)
+    state = until(lambda: s if (s := only(launch_results_dir)).finished else None, 30)
     assert state.status == "cancelled"
     assert state.error is not None and "Cancelled" in state.error
     assert 1 <= state.rounds_done < 6
@@ -200,17 +200,22 @@ def test_cancel_mid_run_marks_the_bundle_cancelled(results: Path, slow_config: R
     assert bundle.status == "cancelled" and len(bundle.rounds()) == state.rounds_done
     assert [p.split(":")[0] for p in verify_bundle(bundle.path).problems] == ["incomplete"]
     assert (
-        until(lambda: s if (s := only(results)).returncode is not None else None).returncode == 130
+        until(
+            lambda: s if (s := only(launch_results_dir)).returncode is not None else None
+        ).returncode
+        == 130
     )
     with pytest.raises(BundleError, match="nothing to cancel"):
         cancel(state.bundle)
 
 
-def test_a_killed_run_reads_dead_never_running(results: Path, slow_config: RunConfig) -> None:
-    record = launch(slow_config, results)
-    running = until(lambda: s if (s := only(results)).rounds_done >= 1 else None)
+def test_a_killed_run_reads_dead_never_running(
+    launch_results_dir: Path, slow_config: RunConfig
+) -> None:
+    record = launch(slow_config, launch_results_dir)
+    running = until(lambda: s if (s := only(launch_results_dir)).rounds_done >= 1 else None)
     os.kill(record.pid, signal.SIGKILL)
-    state = until(lambda: s if (s := only(results)).status != "running" else None, 30)
+    state = until(lambda: s if (s := only(launch_results_dir)).status != "running" else None, 30)
     assert state.status == "dead" and state.bundle == running.bundle == record.bundle
     assert f"pid {record.pid}) died without finishing" in (state.error or "")
     assert f"workbench run --resume {state.bundle}" in (state.error or "")
@@ -222,21 +227,21 @@ def test_a_killed_run_reads_dead_never_running(results: Path, slow_config: RunCo
 
 
 def test_launch_limits_refuse_before_anything_starts(
-    results: Path, slow_config: RunConfig, make_config: Callable[..., RunConfig]
+    launch_results_dir: Path, slow_config: RunConfig, make_config: Callable[..., RunConfig]
 ) -> None:
     big = make_config(policy={"kind": "level_k"}, n_agents=100, rounds=3)
     with pytest.raises(ConfigError, match=r"n_agents x game.rounds: 100 x 3 = 300 .* limit of 299"):
-        launch(big, results, max_agent_rounds=299)
-    assert not (results / LAUNCHES_DIR).exists()
+        launch(big, launch_results_dir, max_agent_rounds=299)
+    assert not (launch_results_dir / LAUNCHES_DIR).exists()
 
-    first = launch(slow_config, results, max_live=1)
+    first = launch(slow_config, launch_results_dir, max_live=1)
     with pytest.raises(
         ConfigError,
         match=rf"1 runs are already running .*{first.launch_id}.*"
         r"limit is 1.*max_live=N",
     ):
-        launch(slow_config, results, max_live=1)
-    assert [s.launch_id for s in launches(results)] == [first.launch_id]
+        launch(slow_config, launch_results_dir, max_live=1)
+    assert [s.launch_id for s in launches(launch_results_dir)] == [first.launch_id]
     assert cancel(first) == first.pid
 
 

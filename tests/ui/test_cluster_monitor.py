@@ -40,7 +40,7 @@ backend: {agents_per_shard: 4}
 
 
 @pytest.fixture(scope="module")
-def results(education_spec, tmp_path_factory) -> Path:
+def one_run_results_dir(education_spec, tmp_path_factory) -> Path:
     """A results folder with one complete local level-k run (10 agents, shards of 5)."""
     config = RunConfig.model_validate(
         {
@@ -58,8 +58,8 @@ def results(education_spec, tmp_path_factory) -> Path:
     return root
 
 
-def test_refresh_reads_the_shards_of_the_newest_run(results):
-    monitor = ClusterMonitor(results_dir=str(results))
+def test_refresh_reads_the_shards_of_the_newest_run(one_run_results_dir):
+    monitor = ClusterMonitor(results_dir=str(one_run_results_dir))
     assert monitor.shards.empty  # nothing is read before the first refresh
     asyncio.run(monitor.refresh())
 
@@ -72,8 +72,8 @@ def test_refresh_reads_the_shards_of_the_newest_run(results):
     assert not monitor.refreshing
 
 
-def test_the_page_builds_with_its_css_classes(results):
-    monitor = ClusterMonitor(results_dir=str(results))
+def test_the_page_builds_with_its_css_classes(one_run_results_dir):
+    monitor = ClusterMonitor(results_dir=str(one_run_results_dir))
     asyncio.run(monitor.refresh())
     page = monitor.__panel__()
 
@@ -91,15 +91,15 @@ def test_the_page_builds_with_its_css_classes(results):
     assert monitor._periodic is None  # no periodic refresh outside a served page or notebook
 
 
-def test_no_idle_actors_is_said(results):
-    monitor = ClusterMonitor(results_dir=str(results))
+def test_no_idle_actors_is_said(one_run_results_dir):
+    monitor = ClusterMonitor(results_dir=str(one_run_results_dir))
     assert asyncio.run(monitor.shutdown_idle()) == []
     assert monitor.message == "no idle actors to shut down"
     assert asyncio.run(monitor.cancel()) == "no running run to cancel"
 
 
-def test_an_address_that_does_not_answer_is_the_message(results):
-    monitor = ClusterMonitor(results_dir=str(results), ray_address="127.0.0.1:1")
+def test_an_address_that_does_not_answer_is_the_message(one_run_results_dir):
+    monitor = ClusterMonitor(results_dir=str(one_run_results_dir), ray_address="127.0.0.1:1")
     asyncio.run(monitor.refresh())
 
     assert monitor.message.startswith("ray_address: cannot reach a Ray cluster at '127.0.0.1:1'")
@@ -111,8 +111,8 @@ def test_an_address_that_does_not_answer_is_the_message(results):
 
 
 @pytest.mark.ray
-def test_the_nodes_of_the_test_cluster(ray_cluster, results):
-    monitor = ClusterMonitor(results_dir=str(results), ray_address=ray_cluster.address)
+def test_the_nodes_of_the_test_cluster(ray_cluster, one_run_results_dir):
+    monitor = ClusterMonitor(results_dir=str(one_run_results_dir), ray_address=ray_cluster.address)
     asyncio.run(monitor.refresh())
 
     assert len(monitor.nodes) == 2 and monitor.nodes["alive"].all()

@@ -24,7 +24,7 @@ from workbench.ui.safe_text import html_text, md, md_lines
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def hostile_results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("hostile") / "results"
     hostile.plant_results(root)
     return root
@@ -71,8 +71,10 @@ def test_escaped_text_renders_as_exactly_itself_in_markdown_and_html() -> None:
     assert live_markup(" ".join(drawn(pn.pane.Markdown(HOSTILE))))
 
 
-def test_the_results_explorer_over_hostile_folders_and_manifests(results: Path) -> None:
-    explorer = ResultsExplorer(results_dir=str(results), workspace=str(results))
+def test_the_results_explorer_over_hostile_folders_and_manifests(hostile_results_dir: Path) -> None:
+    explorer = ResultsExplorer(
+        results_dir=str(hostile_results_dir), workspace=str(hostile_results_dir)
+    )
     assert explorer.run_id == hostile.RUN_ID  # the newest bundle: the planted one
     explorer.table = "personas"  # its columns (one named like a tag) are the table's titles
     explorer.compared = list(explorer.param.compared.objects)
@@ -88,17 +90,21 @@ def test_the_results_explorer_over_hostile_folders_and_manifests(results: Path) 
 
 
 def test_the_results_explorer_refuses_a_hostile_folder_outside_its_workspace(
-    results: Path,
+    hostile_results_dir: Path,
 ) -> None:
-    explorer = ResultsExplorer(results_dir=str(results), workspace=str(results))
+    explorer = ResultsExplorer(
+        results_dir=str(hostile_results_dir), workspace=str(hostile_results_dir)
+    )
     explorer.results_dir = f"../{hostile.FOLDER}"
     assert explorer.bundles.empty and "outside the workspace" in explorer.problem
     assert_inert(drawn(explorer), f"'../{hostile.FOLDER}' is outside the workspace")
 
 
-def test_the_population_editor_with_hostile_dimension_and_category_names(results: Path) -> None:
+def test_the_population_editor_with_hostile_dimension_and_category_names(
+    hostile_results_dir: Path,
+) -> None:
     spec = PopulationSpec.model_validate(hostile.population())
-    editor = PopulationEditor(spec=spec, workspace=str(results))
+    editor = PopulationEditor(spec=spec, workspace=str(hostile_results_dir))
     assert_inert(drawn(editor), f"origin = {hostile.CATEGORY}", f"origin = {hostile.LINK_CATEGORY}")
     editor.load(hostile.SPEC_FILE)  # an invalid spec: its dimension's card and message
     assert editor.spec is None and hostile.DIMENSION in editor.message
@@ -122,8 +128,10 @@ def test_the_persona_preview_with_hostile_personas_and_model_errors() -> None:
     assert_inert(drawn(failing), hostile.ERROR)
 
 
-def test_the_run_launcher_showing_hostile_errors_and_bundle_paths(results: Path) -> None:
-    launcher = RunLauncher(results_dir=str(results), workspace=str(results))
+def test_the_run_launcher_showing_hostile_errors_and_bundle_paths(
+    hostile_results_dir: Path,
+) -> None:
+    launcher = RunLauncher(results_dir=str(hostile_results_dir), workspace=str(hostile_results_dir))
     launcher.param.update(
         message=f"model server said: {hostile.ERROR}",
         message_failed=True,
@@ -131,19 +139,21 @@ def test_the_run_launcher_showing_hostile_errors_and_bundle_paths(results: Path)
         check_failed=True,
         status="failed",
         error=hostile.ERROR,
-        bundle=str(results / hostile.FOLDER),
+        bundle=str(hostile_results_dir / hostile.FOLDER),
     )
     assert_inert(
         drawn(launcher),
         f"model server said: {hostile.ERROR}",
         hostile.MODEL,
         f"failed: {hostile.ERROR}",
-        f"bundle {results / hostile.FOLDER}",
+        f"bundle {hostile_results_dir / hostile.FOLDER}",
     )
 
 
-def test_the_cluster_monitor_showing_hostile_messages(results: Path) -> None:
-    monitor = ClusterMonitor(results_dir=str(results), workspace=str(results))
+def test_the_cluster_monitor_showing_hostile_messages(hostile_results_dir: Path) -> None:
+    monitor = ClusterMonitor(
+        results_dir=str(hostile_results_dir), workspace=str(hostile_results_dir)
+    )
     monitor.param.update(message=hostile.ERROR, message_kind="danger", cluster=hostile.MODEL)
     assert_inert(drawn(monitor), hostile.ERROR, hostile.MODEL)
     layout = pn.panel(monitor)
@@ -151,11 +161,17 @@ def test_the_cluster_monitor_showing_hostile_messages(results: Path) -> None:
     assert "Ray address" not in labels  # the cluster comes from --ray only, never the page
 
 
-def test_the_notebook_reprs_of_a_hostile_bundle_and_spec_are_escaped(results: Path) -> None:
+def test_the_notebook_reprs_of_a_hostile_bundle_and_spec_are_escaped(
+    hostile_results_dir: Path,
+) -> None:
     from workbench.results import Bundle
 
-    bundle = Bundle.open(results / hostile.FOLDER)  # its config name is refused when read
-    plain = next(Bundle.open(p) for p in results.iterdir() if p.name.startswith("plain"))
+    bundle = Bundle.open(
+        hostile_results_dir / hostile.FOLDER
+    )  # its config name is refused when read
+    plain = next(
+        Bundle.open(p) for p in hostile_results_dir.iterdir() if p.name.startswith("plain")
+    )
     spec = PopulationSpec.model_validate(hostile.population())
     reprs = (bundle._repr_html_(), spec._repr_html_(), plain.config._repr_html_())
     for fragment in reprs:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -14,24 +13,16 @@ from pane_text import shown_text
 from panel.widgets import Tabulator
 from ports import free_port
 
-from workbench.config import ModelSpec, load_population_spec
+from workbench.config import ModelSpec
 from workbench.population import counts_table, sample_population
 from workbench.ui import PersonaPreview, PopulationEditor, persona_model_spec
 
-ROOT = Path(__file__).resolve().parents[2]
-EDUCATION = ROOT / "personas" / "paper-education.yaml"
 
-
-@pytest.fixture(scope="module")
-def spec():
-    return load_population_spec(EDUCATION)
-
-
-def test_the_sample_and_counts_follow_spec_n_and_seed(spec) -> None:
-    preview = PersonaPreview(spec=spec, n=250, seed=3)
-    expected = sample_population(spec, 250, 3)
+def test_the_sample_and_counts_follow_spec_n_and_seed(education_spec) -> None:
+    preview = PersonaPreview(spec=education_spec, n=250, seed=3)
+    expected = sample_population(education_spec, 250, 3)
     pd.testing.assert_frame_equal(preview.personas, expected)
-    pd.testing.assert_frame_equal(preview.counts, counts_table(expected, spec))
+    pd.testing.assert_frame_equal(preview.counts, counts_table(expected, education_spec))
     assert preview.message == ""
     preview.n = 40
     assert len(preview.personas) == 40 and preview.counts["count"].sum() == 2 * 40
@@ -46,23 +37,23 @@ def test_no_spec_shows_the_problem_and_no_table() -> None:
     assert not list(view.select(Tabulator))
 
 
-def test_regenerate_changes_the_sample_deterministically(spec) -> None:
-    editor = PopulationEditor(spec=spec, n=300, seed=5)
+def test_regenerate_changes_the_sample_deterministically(education_spec) -> None:
+    editor = PopulationEditor(spec=education_spec, n=300, seed=5)
     preview = PersonaPreview.for_editor(editor)
     first = preview.personas
     preview.regenerate()
     assert preview.seed == 6 and editor.seed == 6  # the editor's seed moves with it
     assert not preview.personas["education"].equals(first["education"])
-    pd.testing.assert_frame_equal(preview.personas, sample_population(spec, 300, 6))
-    again = PersonaPreview(spec=spec, n=300, seed=5)
+    pd.testing.assert_frame_equal(preview.personas, sample_population(education_spec, 300, 6))
+    again = PersonaPreview(spec=education_spec, n=300, seed=5)
     again.regenerate()
     pd.testing.assert_frame_equal(again.personas, preview.personas)  # same seed, same sample
     editor.seed = 5  # and the editor's seed drives the preview again
     pd.testing.assert_frame_equal(preview.personas, first)
 
 
-def test_a_million_agents_send_one_page_to_the_browser(spec) -> None:
-    preview = PersonaPreview(spec=spec, n=1_000_000, seed=0, page_size=25)
+def test_a_million_agents_send_one_page_to_the_browser(education_spec) -> None:
+    preview = PersonaPreview(spec=education_spec, n=1_000_000, seed=0, page_size=25)
     assert len(preview.personas) == 1_000_000
     view = preview.__panel__()
     root = view.get_root()
@@ -76,18 +67,18 @@ def test_a_million_agents_send_one_page_to_the_browser(spec) -> None:
     assert model.page_size == 25
 
 
-def test_persona_cards_show_the_first_agents(spec) -> None:
-    preview = PersonaPreview(spec=spec, n=50, seed=1, n_cards=3)
+def test_persona_cards_show_the_first_agents(education_spec) -> None:
+    preview = PersonaPreview(spec=education_spec, n=50, seed=1, n_cards=3)
     view = preview.__panel__()
     view.get_root()
     texts = [shown_text(p) for p in view.select(lambda o: type(o).__name__ == "Str")]
     assert texts[:3] == [" ".join(str(t).split()) for t in preview.personas["persona"].head(3)]
 
 
-def test_a_failing_model_shows_its_error(spec) -> None:
+def test_a_failing_model_shows_its_error(education_spec) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     preview = PersonaPreview(
-        spec=spec,
+        spec=education_spec,
         n=10,
         n_backgrounds=2,
         model_spec=ModelSpec(kind="openai", base_urls=[url], name="nobody", max_retries=0),
@@ -108,8 +99,8 @@ def test_a_failing_model_shows_its_error(spec) -> None:
 
 
 @pytest.mark.slow
-def test_embedded_backgrounds_arrive_one_by_one_off_the_event_loop(spec) -> None:
-    preview = PersonaPreview(spec=spec, n=20, seed=0, n_backgrounds=2, model="embedded")
+def test_embedded_backgrounds_arrive_one_by_one_off_the_event_loop(education_spec) -> None:
+    preview = PersonaPreview(spec=education_spec, n=20, seed=0, n_backgrounds=2, model="embedded")
     seen: list[int] = []
     preview.param.watch(lambda e: seen.append(len(e.new)), "backgrounds")
 

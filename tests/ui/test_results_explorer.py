@@ -42,7 +42,7 @@ def _config(spec: PopulationSpec, name: str, seed: int, ratio: float) -> RunConf
 
 
 @pytest.fixture(scope="module")
-def results(education_spec, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def two_runs_results_dir(education_spec, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A results folder with two real level-k runs, "alpha" (seed 1, ratio 2/3) then "beta"
     (seed 2, ratio 1/2), written by Simulation."""
     root = tmp_path_factory.mktemp("results")
@@ -52,9 +52,9 @@ def results(education_spec, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def copied(results: Path, tmp_path: Path) -> Path:
+def scratch_results_dir(two_runs_results_dir: Path, tmp_path: Path) -> Path:
     """A copy of the results folder that a test may damage."""
-    return Path(shutil.copytree(results, tmp_path / "results"))
+    return Path(shutil.copytree(two_runs_results_dir, tmp_path / "results"))
 
 
 def _bundles(root: Path) -> dict[str, Bundle]:
@@ -74,10 +74,12 @@ def _alerts(view) -> list[str]:
     return [shown_text(p) for p in panes]
 
 
-def test_the_picker_lists_the_bundles_with_their_status_model_and_size(results) -> None:
-    explorer = ResultsExplorer(results_dir=str(results))
+def test_the_picker_lists_the_bundles_with_their_status_model_and_size(
+    two_runs_results_dir,
+) -> None:
+    explorer = ResultsExplorer(results_dir=str(two_runs_results_dir))
     table = explorer.bundles
-    bundles = _bundles(results)
+    bundles = _bundles(two_runs_results_dir)
     assert list(table["run_id"]) == [bundles["alpha"].run_id, bundles["beta"].run_id]
     assert list(table["status"]) == ["complete", "complete"]
     assert list(table["model"]) == ["level_k (policy)"] * 2
@@ -96,9 +98,9 @@ def test_model_label_names_the_model_the_policy_or_the_engine() -> None:
 
 
 @pytest.mark.parametrize("kind", ["bars", "means"])
-def test_a_chosen_bundle_and_group_by_give_viz_distribution(results, kind) -> None:
-    bundles = _bundles(results)
-    explorer = ResultsExplorer(results_dir=str(results))
+def test_a_chosen_bundle_and_group_by_give_viz_distribution(two_runs_results_dir, kind) -> None:
+    bundles = _bundles(two_runs_results_dir)
+    explorer = ResultsExplorer(results_dir=str(two_runs_results_dir))
     explorer.param.update(run_id=bundles["alpha"].run_id, by="gender", round=1, kind=kind)
     drawn = explorer.distribution_plot()
     expected = plots.distribution(bundles["alpha"], "gender", 1, kind)
@@ -112,9 +114,9 @@ def test_a_chosen_bundle_and_group_by_give_viz_distribution(results, kind) -> No
         pd.testing.assert_frame_equal(got, want)
 
 
-def test_histogram_and_trajectories_are_the_chosen_bundles(results) -> None:
-    bundles = _bundles(results)
-    explorer = ResultsExplorer(results_dir=str(results), trajectories_by_group=True)
+def test_histogram_and_trajectories_are_the_chosen_bundles(two_runs_results_dir) -> None:
+    bundles = _bundles(two_runs_results_dir)
+    explorer = ResultsExplorer(results_dir=str(two_runs_results_dir), trajectories_by_group=True)
     explorer.param.update(run_id=bundles["alpha"].run_id, round=1, by="education")
     for got, want in (
         (explorer.histogram_plot(), plots.histogram(bundles["alpha"], 1)),
@@ -124,9 +126,9 @@ def test_histogram_and_trajectories_are_the_chosen_bundles(results) -> None:
             pd.testing.assert_frame_equal(a, b)
 
 
-def test_compare_shows_only_the_config_keys_that_differ(results) -> None:
-    bundles = _bundles(results)
-    explorer = ResultsExplorer(results_dir=str(results))
+def test_compare_shows_only_the_config_keys_that_differ(two_runs_results_dir) -> None:
+    bundles = _bundles(two_runs_results_dir)
+    explorer = ResultsExplorer(results_dir=str(two_runs_results_dir))
     assert _alerts(explorer.compare_view()) == ["choose two or more bundles to compare"]
     alpha, beta = bundles["alpha"].run_id, bundles["beta"].run_id
     explorer.compared = [alpha, beta]
@@ -146,9 +148,9 @@ def test_compare_shows_only_the_config_keys_that_differ(results) -> None:
     assert list(table.object["key"]) == list(differences.index)
 
 
-def test_provenance_is_what_the_manifest_records(results) -> None:
-    bundle = _bundles(results)["beta"]
-    explorer = ResultsExplorer(results_dir=str(results))
+def test_provenance_is_what_the_manifest_records(two_runs_results_dir) -> None:
+    bundle = _bundles(two_runs_results_dir)["beta"]
+    explorer = ResultsExplorer(results_dir=str(two_runs_results_dir))
     shown = explorer.provenance().set_index("key")["value"]
     assert shown["seeds.run"] == "2" and shown["model.policy"] == "level_k"
     assert shown["versions.pandas"] == bundle.manifest["versions"]["pandas"]
@@ -156,9 +158,9 @@ def test_provenance_is_what_the_manifest_records(results) -> None:
 
 
 @pytest.mark.parametrize("name", ["responses", "rounds", "personas"])
-def test_downloads_are_the_bundles_tables(results, name) -> None:
-    bundle = _bundles(results)["beta"]
-    explorer = ResultsExplorer(results_dir=str(results), table=name)
+def test_downloads_are_the_bundles_tables(two_runs_results_dir, name) -> None:
+    bundle = _bundles(two_runs_results_dir)["beta"]
+    explorer = ResultsExplorer(results_dir=str(two_runs_results_dir), table=name)
     expected = getattr(bundle, name)()
     parquet = pd.read_parquet(io.BytesIO(explorer.download("parquet").getvalue()))
     pd.testing.assert_frame_equal(parquet, expected)
@@ -166,9 +168,9 @@ def test_downloads_are_the_bundles_tables(results, name) -> None:
     pd.testing.assert_frame_equal(csv, expected, check_dtype=False, check_categorical=False)
 
 
-def test_the_download_buttons_send_the_tables_bytes(results) -> None:
-    bundle = _bundles(results)["beta"]
-    explorer = ResultsExplorer(results_dir=str(results), table="responses")
+def test_the_download_buttons_send_the_tables_bytes(two_runs_results_dir) -> None:
+    bundle = _bundles(two_runs_results_dir)["beta"]
+    explorer = ResultsExplorer(results_dir=str(two_runs_results_dir), table="responses")
     page = explorer.__panel__()
     downloads = {d.label: d for d in page.select(pn.widgets.FileDownload)}
     assert set(downloads) == {"CSV", "PARQUET"}
@@ -184,8 +186,10 @@ def test_the_download_buttons_send_the_tables_bytes(results) -> None:
     pd.testing.assert_frame_equal(pd.read_parquet(io.BytesIO(data)), bundle.rounds())
 
 
-def test_the_table_is_paged_remotely(results) -> None:
-    explorer = ResultsExplorer(results_dir=str(results), page_size=10, table="responses")
+def test_the_table_is_paged_remotely(two_runs_results_dir) -> None:
+    explorer = ResultsExplorer(
+        results_dir=str(two_runs_results_dir), page_size=10, table="responses"
+    )
     page = explorer.__panel__()
     table = [t for t in page.select(pn.widgets.Tabulator) if "guess" in t.value.columns]
     (table,) = table
@@ -196,8 +200,8 @@ def test_the_table_is_paged_remotely(results) -> None:
     assert table.page_size == 25
 
 
-def test_verify_shows_ok_then_the_problem_of_a_tampered_rounds_file(copied) -> None:
-    explorer = ResultsExplorer(results_dir=str(copied))
+def test_verify_shows_ok_then_the_problem_of_a_tampered_rounds_file(scratch_results_dir) -> None:
+    explorer = ResultsExplorer(results_dir=str(scratch_results_dir))
     report = asyncio.run(explorer.verify())
     assert report.ok and explorer.report is report
     assert [a.alert_type for a in explorer.report_view().select(pn.pane.Alert)] == ["success"]
@@ -224,14 +228,14 @@ def test_an_empty_or_missing_folder_shows_a_message(tmp_path) -> None:
     explorer.__panel__().get_root()
 
 
-def test_a_broken_bundle_shows_messages_never_a_traceback(copied) -> None:
-    bundles = _bundles(copied)
-    (copied / "junk").mkdir()
-    (copied / "junk" / "manifest.json").write_text("{not json")
+def test_a_broken_bundle_shows_messages_never_a_traceback(scratch_results_dir) -> None:
+    bundles = _bundles(scratch_results_dir)
+    (scratch_results_dir / "junk").mkdir()
+    (scratch_results_dir / "junk" / "manifest.json").write_text("{not json")
     beta = bundles["beta"].path
     (beta / "personas.parquet").unlink()
     (beta / "rounds.parquet").write_bytes(b"not parquet")
-    explorer = ResultsExplorer(results_dir=str(copied))
+    explorer = ResultsExplorer(results_dir=str(scratch_results_dir))
     assert list(explorer.damaged) == ["junk"] and "invalid JSON" in explorer.damaged["junk"]
     assert any("junk: not readable" in a for a in _alerts(explorer.status_view()))
     assert explorer.run_id == bundles["beta"].run_id and explorer.by is None
@@ -249,9 +253,13 @@ def test_a_broken_bundle_shows_messages_never_a_traceback(copied) -> None:
     page.get_root()
 
 
-def test_a_refresh_lists_a_new_run(results, copied, education_spec) -> None:
-    explorer = ResultsExplorer(results_dir=str(copied))
-    Simulation(_config(education_spec, "gamma", 3, 0.5)).run(out_dir=copied, progress=False)
+def test_a_refresh_lists_a_new_run(
+    two_runs_results_dir, scratch_results_dir, education_spec
+) -> None:
+    explorer = ResultsExplorer(results_dir=str(scratch_results_dir))
+    Simulation(_config(education_spec, "gamma", 3, 0.5)).run(
+        out_dir=scratch_results_dir, progress=False
+    )
     assert len(explorer.bundles) == 2
     chosen = explorer.run_id
     explorer.refresh()
@@ -259,8 +267,10 @@ def test_a_refresh_lists_a_new_run(results, copied, education_spec) -> None:
     assert len(explorer.param.compared.objects) == 3
 
 
-def test_the_page_builds_and_renders_every_tab_without_warnings(results, caplog) -> None:
-    explorer = ResultsExplorer(results_dir=str(results))
+def test_the_page_builds_and_renders_every_tab_without_warnings(
+    two_runs_results_dir, caplog
+) -> None:
+    explorer = ResultsExplorer(results_dir=str(two_runs_results_dir))
     explorer.compared = list(explorer.bundles["run_id"])
     page = explorer.__panel__()
     with caplog.at_level(logging.WARNING):
@@ -291,14 +301,16 @@ def test_a_run_still_going_says_so_until_its_first_round(education_spec, tmp_pat
         ]
 
 
-def test_a_drawn_explorer_picks_up_a_bundle_that_appears_later(results, tmp_path) -> None:
+def test_a_drawn_explorer_picks_up_a_bundle_that_appears_later(
+    two_runs_results_dir, tmp_path
+) -> None:
     """Drawn, the picker follows new choices at once and reads the bundle table: refresh must
     set the table before the choices (the dashboard refreshes when a launch finishes)."""
     folder = tmp_path / "later"
     explorer = ResultsExplorer(results_dir=str(folder))
     pn.panel(explorer).get_root()  # drawn: the picker widget has a model from here on
     assert explorer.run_id is None
-    first = sorted(p for p in results.iterdir() if p.is_dir())[0]
+    first = sorted(p for p in two_runs_results_dir.iterdir() if p.is_dir())[0]
     shutil.copytree(first, folder / first.name)
     explorer.refresh()
     assert explorer.run_id == Bundle.open(folder / first.name).run_id

@@ -6,11 +6,9 @@ marks it cancelled. No browser: params are set and state asserted, `__panel__()`
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import holoviews as hv
@@ -22,11 +20,10 @@ from fake_openai import FakeServer
 from pane_text import shown_text
 from ports import free_port
 
-from workbench._processes import process_alive
 from workbench.config import ModelSpec, PopulationSpec, load_run_config
 from workbench.results import Bundle
 from workbench.runs.records import LAUNCHES_DIR
-from workbench.runs.status import launches, wait_for
+from workbench.runs.status import wait_for
 from workbench.ui import PopulationEditor
 from workbench.ui.run_launcher import CSS, RunLauncher, quickstart_population
 
@@ -51,18 +48,6 @@ def until(
             return
         time.sleep(0.2)
     raise AssertionError(f"not reached within {timeout_s} s")
-
-
-@pytest.fixture
-def results(tmp_path: Path) -> Iterator[Path]:
-    """A results folder; any run still live at the end is killed."""
-    folder = tmp_path / "results"
-    yield folder
-    pids = [s.launch.pid for s in launches(folder) if s.launch is not None]
-    for pid in pids:
-        if process_alive(pid):
-            os.kill(pid, signal.SIGKILL)
-    until(lambda: not any(process_alive(pid) for pid in pids), 10)
 
 
 def finished(launcher: RunLauncher) -> bool:
@@ -119,12 +104,12 @@ def test_the_settings_are_the_clis_config(education_spec: PopulationSpec) -> Non
 
 
 def test_an_impossible_population_or_n_0_shows_a_message_and_starts_nothing(
-    results: Path,
+    launch_results_dir: Path,
 ) -> None:
     editor = PopulationEditor()
     editor.load(EDUCATION_YAML)
     launcher = RunLauncher.for_editor(
-        editor, results_dir=str(results), values={"policy.kind": "level_k"}
+        editor, results_dir=str(launch_results_dir), values={"policy.kind": "level_k"}
     )
     editor.set_share("education", "doctoral degree", 0.13)  # shares no longer sum to 1
     assert editor.spec is None and "shares must sum to 1" in editor.message
@@ -134,12 +119,12 @@ def test_an_impossible_population_or_n_0_shows_a_message_and_starts_nothing(
     editor.n = 0
     assert launcher.run() is None
     assert launcher.message.startswith("run config: n_agents: ")
-    assert not results.exists()
+    assert not launch_results_dir.exists()
 
 
-def test_bad_settings_show_the_clis_message_and_start_nothing(results: Path) -> None:
+def test_bad_settings_show_the_clis_message_and_start_nothing(launch_results_dir: Path) -> None:
     launcher = RunLauncher(
-        results_dir=str(results),
+        results_dir=str(launch_results_dir),
         values={"policy.kind": "level_k", "game.low": 50, "game.high": 10},
     )
     said = "run config: game: low must be < high, got low=50.0, high=10.0"
@@ -150,14 +135,14 @@ def test_bad_settings_show_the_clis_message_and_start_nothing(results: Path) -> 
     launcher.set(**{"game.low": 0, "game.high": 100, "policy.kind": "llm", "model.kind": "openai"})
     assert asyncio.run(launcher.arun()) is None
     assert "kind openai needs base_urls" in launcher.message
-    assert not (results / LAUNCHES_DIR).exists()
+    assert not (launch_results_dir / LAUNCHES_DIR).exists()
 
 
-def test_the_owners_limits_refuse_a_launch_before_anything_starts(results: Path) -> None:
+def test_the_owners_limits_refuse_a_launch_before_anything_starts(launch_results_dir: Path) -> None:
     """A page asking for more agent-rounds than the dashboard's owner allows is refused with
     the option that raises the limit; within it the same settings launch."""
     launcher = RunLauncher(
-        results_dir=str(results),
+        results_dir=str(launch_results_dir),
         n_agents=20,
         max_agent_rounds=59,
         values={"policy.kind": "random", "game.rounds": 3},
@@ -165,24 +150,24 @@ def test_the_owners_limits_refuse_a_launch_before_anything_starts(results: Path)
     assert launcher.run() is None
     assert "20 x 3 = 60 agent-rounds is over" in launcher.message
     assert "--max-agent-rounds" in launcher.message and launcher.message_failed
-    assert not (results / LAUNCHES_DIR).exists()
+    assert not (launch_results_dir / LAUNCHES_DIR).exists()
     launcher.max_agent_rounds = 60
     record = launcher.run()
     assert record is not None, launcher.message
-    assert wait_for(results, record.launch_id, timeout_s=120).status == "complete"
+    assert wait_for(launch_results_dir, record.launch_id, timeout_s=120).status == "complete"
 
 
-def test_an_unreachable_endpoint_shows_before_anything_starts(results: Path) -> None:
+def test_an_unreachable_endpoint_shows_before_anything_starts(launch_results_dir: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
     launcher = RunLauncher(
-        results_dir=str(results),
+        results_dir=str(launch_results_dir),
         values={"model.kind": "openai", "model.base_urls": [url], "model.name": "m"},
     )
     assert not launcher.check()
     assert launcher.check_failed and f"cannot reach {url}" in launcher.check_message
     assert asyncio.run(launcher.arun()) is None
     assert launcher.message_failed and f"cannot reach {url}" in launcher.message
-    assert not results.exists() and not launcher.busy
+    assert not launch_results_dir.exists() and not launcher.busy
     with FakeServer(model="m") as server:
         launcher.set(**{"model.base_urls": [server.url]})
         assert asyncio.run(launcher.acheck())
@@ -190,10 +175,10 @@ def test_an_unreachable_endpoint_shows_before_anything_starts(results: Path) -> 
         assert not launcher.check_failed
 
 
-def test_a_run_fills_in_its_tables_and_shows_its_result(results: Path) -> None:
+def test_a_run_fills_in_its_tables_and_shows_its_result(launch_results_dir: Path) -> None:
     seen: list[str] = []
     launcher = RunLauncher(
-        results_dir=str(results),
+        results_dir=str(launch_results_dir),
         n_agents=30,
         values={
             "policy.kind": "level_k",
@@ -244,9 +229,9 @@ def test_a_run_fills_in_its_tables_and_shows_its_result(results: Path) -> None:
     assert seen == [launcher.bundle]  # told once, not at every refresh
 
 
-def test_a_new_launcher_reattaches_to_a_live_run_and_cancels_it(results: Path) -> None:
+def test_a_new_launcher_reattaches_to_a_live_run_and_cancels_it(launch_results_dir: Path) -> None:
     first = RunLauncher(
-        results_dir=str(results),
+        results_dir=str(launch_results_dir),
         n_agents=20,
         values={"policy.kind": "random", "policy.latency_s": 1.0, "game.rounds": 6, "name": "slow"},
     )
@@ -254,7 +239,9 @@ def test_a_new_launcher_reattaches_to_a_live_run_and_cancels_it(results: Path) -
     assert record is not None
     until(lambda: first.rounds_done >= 1, step=first.refresh)
 
-    again = RunLauncher(results_dir=str(results))  # a reloaded page, a restarted dashboard
+    again = RunLauncher(
+        results_dir=str(launch_results_dir)
+    )  # a reloaded page, a restarted dashboard
     assert again.launch_id == record.launch_id and again.status == "running"
     assert again.bundle == first.bundle and again.rounds_total == 6
     done = again.rounds_done
@@ -271,13 +258,17 @@ def test_a_new_launcher_reattaches_to_a_live_run_and_cancels_it(results: Path) -
     assert [a.visible for a in errors] == [True] and "cancelled: " in shown_text(errors[0])
     buttons = {b.css_classes[0]: b for b in view.select(pn.widgets.Button)}
     assert buttons[CSS["cancel"]].disabled and not buttons[CSS["run"]].disabled
-    assert RunLauncher(results_dir=str(results)).status == ""  # nothing live to re-attach to
-    again.results_dir = str(results.parent / "elsewhere")  # another folder: nothing followed
+    assert (
+        RunLauncher(results_dir=str(launch_results_dir)).status == ""
+    )  # nothing live to re-attach to
+    again.results_dir = str(
+        launch_results_dir.parent / "elsewhere"
+    )  # another folder: nothing followed
     assert (again.status, again.launch_id, again.bundle, len(again.recent)) == ("", None, None, 0)
 
 
 def test_a_bundle_run_from_the_cli_is_reattached_too(
-    results: Path, tmp_path: Path, make_config
+    launch_results_dir: Path, tmp_path: Path, make_config
 ) -> None:
     import subprocess
 
@@ -285,14 +276,22 @@ def test_a_bundle_run_from_the_cli_is_reattached_too(
 
     config = make_config(policy={"kind": "random", "latency_s": 1.0}, n_agents=10, rounds=4)
     path = save_yaml(config, tmp_path / "slow.yaml")
-    args = [sys.executable, "-m", "workbench.cli", "run", str(path), "--out", str(results)]
+    args = [
+        sys.executable,
+        "-m",
+        "workbench.cli",
+        "run",
+        str(path),
+        "--out",
+        str(launch_results_dir),
+    ]
     proc = subprocess.Popen(
         [*args, "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        until(lambda: RunLauncher(results_dir=str(results)).status == "running")
-        launcher = RunLauncher(results_dir=str(results))
-        assert launcher.launch_id is None and Path(launcher.bundle).parent == results
+        until(lambda: RunLauncher(results_dir=str(launch_results_dir)).status == "running")
+        launcher = RunLauncher(results_dir=str(launch_results_dir))
+        assert launcher.launch_id is None and Path(launcher.bundle).parent == launch_results_dir
         # not launched here (no launch record): shown, but never signalled from the page
         assert not launcher.cancel_run() and launcher.message_failed
         assert "no launch record" in launcher.message and "Ctrl-C" in launcher.message
@@ -307,8 +306,10 @@ def test_a_bundle_run_from_the_cli_is_reattached_too(
             proc.wait()
 
 
-def test_an_embedded_model_run_equals_the_clis(results: Path, tmp_path: Path) -> None:
-    launcher = RunLauncher(results_dir=str(results), n_agents=8, values={"model.n_threads": 1})
+def test_an_embedded_model_run_equals_the_clis(launch_results_dir: Path, tmp_path: Path) -> None:
+    launcher = RunLauncher(
+        results_dir=str(launch_results_dir), n_agents=8, values={"model.n_threads": 1}
+    )
     record = launcher.run()
     assert record is not None, launcher.message
     until(lambda: finished(launcher), step=launcher.refresh)
@@ -324,14 +325,14 @@ def test_an_embedded_model_run_equals_the_clis(results: Path, tmp_path: Path) ->
     assert load_run_config(record.config_path) == launcher.config()
 
 
-def test_a_served_page_follows_its_run_by_itself(results: Path) -> None:
+def test_a_served_page_follows_its_run_by_itself(launch_results_dir: Path) -> None:
     """A page opened during a run re-attaches to it, and its periodic callback reads the
     progress on the server's loop: no one calls refresh()."""
     import panel.models  # noqa: F401  (the document holds Panel's own bokeh models)
     from bokeh.client import pull_session
 
     record = RunLauncher(
-        results_dir=str(results),
+        results_dir=str(launch_results_dir),
         n_agents=10,
         values={"policy.kind": "random", "policy.latency_s": 0.5, "game.rounds": 3},
     ).run()
@@ -339,7 +340,7 @@ def test_a_served_page_follows_its_run_by_itself(results: Path) -> None:
     made: list[RunLauncher] = []
 
     def page() -> RunLauncher:
-        made.append(RunLauncher(results_dir=str(results), refresh_s=0.2))
+        made.append(RunLauncher(results_dir=str(launch_results_dir), refresh_s=0.2))
         return made[-1]
 
     port = free_port()

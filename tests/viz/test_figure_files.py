@@ -20,31 +20,37 @@ from workbench.viz.figure_files import figure_bytes, save_figure
 
 
 @pytest.fixture
-def level_k(run_bundle) -> Bundle:
+def level_k_bundle(run_bundle) -> Bundle:
     return run_bundle(policy=LEVEL_K, n_agents=200, rounds=2, agents_per_shard=100)
 
 
-def test_a_bundle_with_figures_still_verifies(level_k) -> None:
-    manifest = (level_k.path / MANIFEST).read_bytes()
-    paths = save_figure(level_k, figures.histogram(level_k), "fig-histogram")
-    assert paths == [level_k.path / "figures" / f"fig-histogram.{ext}" for ext in ("png", "pdf")]
+def test_a_bundle_with_figures_still_verifies(level_k_bundle) -> None:
+    manifest = (level_k_bundle.path / MANIFEST).read_bytes()
+    paths = save_figure(level_k_bundle, figures.histogram(level_k_bundle), "fig-histogram")
+    assert paths == [
+        level_k_bundle.path / "figures" / f"fig-histogram.{ext}" for ext in ("png", "pdf")
+    ]
     assert paths[0].read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert paths[1].read_bytes().startswith(b"%PDF-")
-    save_figure(level_k.path, figures.distribution(level_k, "education"), "by_education")
-    assert [p.name for p in level_k.figures()] == [
+    save_figure(
+        level_k_bundle.path, figures.distribution(level_k_bundle, "education"), "by_education"
+    )
+    assert [p.name for p in level_k_bundle.figures()] == [
         "by_education.pdf", "by_education.png", "fig-histogram.pdf", "fig-histogram.png"
     ]  # fmt: skip
-    report = verify_bundle(level_k.path)
+    report = verify_bundle(level_k_bundle.path)
     assert report.ok, str(report)
-    assert (level_k.path / MANIFEST).read_bytes() == manifest  # figures are not data
-    assert not (level_k.path / LOCK_FILE).exists()  # the lock was given back
+    assert (level_k_bundle.path / MANIFEST).read_bytes() == manifest  # figures are not data
+    assert not (level_k_bundle.path / LOCK_FILE).exists()  # the lock was given back
 
 
-def test_the_same_figure_gives_the_same_bytes(level_k, tmp_path) -> None:
-    first = save_figure(level_k, figures.distribution(level_k, "education", kind="means"), "m")
+def test_the_same_figure_gives_the_same_bytes(level_k_bundle, tmp_path) -> None:
+    first = save_figure(
+        level_k_bundle, figures.distribution(level_k_bundle, "education", kind="means"), "m"
+    )
     data = [p.read_bytes() for p in first]
-    rebuilt = figures.distribution(level_k, "education", kind="means")
-    again = save_figure(level_k, rebuilt, "m")
+    rebuilt = figures.distribution(level_k_bundle, "education", kind="means")
+    again = save_figure(level_k_bundle, rebuilt, "m")
     assert [p.read_bytes() for p in again] == data  # rebuilt from the bundle, byte for byte
     assert [p.read_bytes() for p in save_figure(tmp_path, rebuilt, "m")] == data  # saved twice
     png, pdf = data
@@ -111,34 +117,34 @@ def test_a_bundle_being_written_is_refused(make_config, tmp_path) -> None:
     save_figure(tmp_path / "live", Figure(), "after")  # finished: the lock is free
 
 
-def test_another_live_process_holding_the_lock_is_refused(level_k) -> None:
+def test_another_live_process_holding_the_lock_is_refused(level_k_bundle) -> None:
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         lock = {"pid": other.pid, "host": socket.gethostname(), "started_at": "now"}
-        (level_k.path / LOCK_FILE).write_text(json.dumps(lock))
+        (level_k_bundle.path / LOCK_FILE).write_text(json.dumps(lock))
         with pytest.raises(BundleLockedError, match=rf"being written by pid {other.pid}"):
-            save_figure(level_k, Figure(), "x")
+            save_figure(level_k_bundle, Figure(), "x")
     finally:
         other.kill()
         other.wait()
-    save_figure(level_k, Figure(), "x")  # the holder is gone: its stale lock is taken over
-    assert not (level_k.path / LOCK_FILE).exists()
+    save_figure(level_k_bundle, Figure(), "x")  # the holder is gone: its stale lock is taken over
+    assert not (level_k_bundle.path / LOCK_FILE).exists()
 
 
-def test_figures_lists_plain_files_and_refuses_links(level_k) -> None:
-    folder = level_k.path / "figures"
-    save_figure(level_k, Figure(), "a")
+def test_figures_lists_plain_files_and_refuses_links(level_k_bundle) -> None:
+    folder = level_k_bundle.path / "figures"
+    save_figure(level_k_bundle, Figure(), "a")
     (folder / ".a.png.1234.tmp").write_bytes(b"half")  # a write in progress
-    assert [p.name for p in level_k.figures()] == ["a.pdf", "a.png"]
+    assert [p.name for p in level_k_bundle.figures()] == ["a.pdf", "a.png"]
     os.symlink(folder / "a.png", folder / "b.png")
     with pytest.raises(BundleError, match=r"b.png: is a symbolic link"):
-        level_k.figures()
-    report = verify_bundle(level_k.path)
+        level_k_bundle.figures()
+    report = verify_bundle(level_k_bundle.path)
     assert not report.ok and "figures/b.png: is a symbolic link" in str(report)
-    outside = level_k.path.parent / "outside.png"
+    outside = level_k_bundle.path.parent / "outside.png"
     outside.write_bytes(b"keep")
     os.unlink(folder / "b.png")
     os.symlink(outside, folder / "c.png")
     with pytest.raises(BundleError, match=r"c.png: is a symbolic link"):
-        save_figure(level_k, Figure(), "c")
+        save_figure(level_k_bundle, Figure(), "c")
     assert outside.read_bytes() == b"keep"  # never written through the link

@@ -28,7 +28,7 @@ from workbench.viz.distributions import (
 
 
 @pytest.fixture
-def level_k(run_bundle):
+def level_k_bundle(run_bundle):
     """A real two-round run of 300 level-k agents of the education population."""
     return run_bundle(policy=LEVEL_K, n_agents=300, rounds=2, agents_per_shard=100)
 
@@ -58,16 +58,16 @@ def _ytick_texts(ax: Axes) -> list[str]:
     return [t.get_text().replace("\n", " ") for t in ax.get_yticklabels()]
 
 
-def test_histogram_bars_are_guess_counts_and_marks_the_round(level_k) -> None:
-    fig = figures.histogram(level_k, round=1)
+def test_histogram_bars_are_guess_counts_and_marks_the_round(level_k_bundle) -> None:
+    fig = figures.histogram(level_k_bundle, round=1)
     assert isinstance(fig, Figure)
     (ax,) = fig.axes
-    counts = guess_counts(level_k, round=1)
+    counts = guess_counts(level_k_bundle, round=1)
     bars = _bars(ax)
     assert [p.get_height() for p in bars] == list(counts["count"])
     assert [p.get_x() for p in bars] == list(counts["guess"])  # bin g starts at g
     assert {p.get_width() for p in bars} == {1.0}
-    row = level_k.rounds().set_index("round").loc[1]
+    row = level_k_bundle.rounds().set_index("round").loc[1]
     assert _vline(ax, "target") == pytest.approx(row["target"])
     assert _vline(ax, "winning number") == pytest.approx(row["winning_guess"])
     assert _vline(ax, "equilibrium") == 0.0
@@ -76,25 +76,25 @@ def test_histogram_bars_are_guess_counts_and_marks_the_round(level_k) -> None:
     assert "equilibrium 0" in labels
     assert ax.get_xlabel().startswith("guess") and ax.get_ylabel() == "agents"
     assert ax.get_xlim() == (0.0, 101.0)
-    assert fig.get_suptitle() == f"Round 1 guesses\n{level_k.run_id}"
+    assert fig.get_suptitle() == f"Round 1 guesses\n{level_k_bundle.run_id}"
     cell = "style-step_by_step__ratio-51_100__famous_game_note-true__seed-1-b86de72e"
     short = fp.short_run_id(cell)
     assert len(short) == fp.RUN_ID_WIDTH and short == f"{cell[:38]}…{cell[-17:]}"
 
 
-def test_histogram_defaults_to_the_last_round(level_k) -> None:
-    fig = figures.histogram(level_k)
-    target = level_k.rounds().set_index("round").loc[2, "target"]
+def test_histogram_defaults_to_the_last_round(level_k_bundle) -> None:
+    fig = figures.histogram(level_k_bundle)
+    target = level_k_bundle.rounds().set_index("round").loc[2, "target"]
     assert _vline(fig.axes[0], "target") == pytest.approx(target)
     assert fig.get_suptitle().startswith("Round 2 guesses")
 
 
-def test_bars_panels_are_each_categorys_shares(level_k) -> None:
-    fig = figures.distribution(level_k, "education", kind="bars")
-    counts = guess_counts(level_k, by="education")
+def test_bars_panels_are_each_categorys_shares(level_k_bundle) -> None:
+    fig = figures.distribution(level_k_bundle, "education", kind="bars")
+    counts = guess_counts(level_k_bundle, by="education")
     categories = list(counts["category"].cat.categories)
     assert len(fig.axes) == len(categories) == 5
-    target = level_k.rounds().set_index("round").loc[2, "target"]
+    target = level_k_bundle.rounds().set_index("round").loc[2, "target"]
     for ax, category in zip(fig.axes, categories, strict=True):
         rows = counts[counts["category"] == category]
         bars = _bars(ax)
@@ -146,10 +146,10 @@ def test_quantile_boxes_are_group_summarys_quantiles(hand_bundle) -> None:
     ]  # fmt: skip
 
 
-def test_means_are_group_summarys_with_intervals(level_k) -> None:
-    fig = figures.distribution(level_k, "education", round=1, kind="means")
+def test_means_are_group_summarys_with_intervals(level_k_bundle) -> None:
+    fig = figures.distribution(level_k_bundle, "education", round=1, kind="means")
     ax = fig.axes[0]
-    summary = group_summary(level_k, round=1, by="education")
+    summary = group_summary(level_k_bundle, round=1, by="education")
     container = _errorbar(ax, "mean with 95% interval")
     line = container.lines[0]
     assert line.get_xdata() == pytest.approx(summary["mean"].to_numpy())
@@ -162,11 +162,11 @@ def test_means_are_group_summarys_with_intervals(level_k) -> None:
     assert _ytick_texts(ax) == [
         f"{c} (n={n})" for c, n in zip(summary["category"], summary["n_valid"], strict=True)
     ]
-    target = level_k.rounds().set_index("round").loc[1, "target"]
+    target = level_k_bundle.rounds().set_index("round").loc[1, "target"]
     assert _vline(ax, "target") == pytest.approx(target)
 
 
-def test_reference_markers_share_rows_or_get_their_own(level_k) -> None:
+def test_reference_markers_share_rows_or_get_their_own(level_k_bundle) -> None:
     reference = pd.DataFrame(
         {
             "category": ["high school", "CEOs"],
@@ -176,7 +176,7 @@ def test_reference_markers_share_rows_or_get_their_own(level_k) -> None:
             "label": "CHC 2004",
         }
     )
-    fig = figures.distribution(level_k, "education", kind="means", reference=reference)
+    fig = figures.distribution(level_k_bundle, "education", kind="means", reference=reference)
     ax = fig.axes[0]
     container = _errorbar(ax, "CHC 2004")  # labelled once; the second row is _nolegend_
     point = container.lines[0]
@@ -187,16 +187,16 @@ def test_reference_markers_share_rows_or_get_their_own(level_k) -> None:
     others = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
     ceos = [c for c in others if list(c.lines[0].get_xdata()) == [37.9]]
     assert ceos[0].lines[0].get_ydata()[0] == 5
-    bars = figures.distribution(level_k, "education", kind="bars", reference=reference)
+    bars = figures.distribution(level_k_bundle, "education", kind="bars", reference=reference)
     school = bars.axes[1]
     assert 32.5 in [line.get_xdata()[0] for line in school.lines]  # its own category's panel
     assert all(37.9 in [line.get_xdata()[0] for line in ax.lines] for ax in bars.axes)
 
 
-def test_trajectories_lines_are_round_trajectories(level_k) -> None:
-    fig = figures.trajectories(level_k)
+def test_trajectories_lines_are_round_trajectories(level_k_bundle) -> None:
+    fig = figures.trajectories(level_k_bundle)
     (ax,) = fig.axes
-    table = round_trajectories(level_k)
+    table = round_trajectories(level_k_bundle)
     for column, name in (("mean", "mean"), ("median", "median"), ("target", "target"),
                          ("winning_guess", "winning number")):  # fmt: skip
         (line,) = [line for line in ax.lines if line.get_label() == name]
@@ -207,10 +207,10 @@ def test_trajectories_lines_are_round_trajectories(level_k) -> None:
     assert list(ax.get_xticks()) == [1, 2] and ax.get_xlabel() == "round"
 
 
-def test_trajectories_by_group_and_reference(level_k) -> None:
+def test_trajectories_by_group_and_reference(level_k_bundle) -> None:
     reference = pd.DataFrame({"round": [1, 2], "mean": [30.0, 20.0], "label": "paper"})
-    fig = figures.trajectories(level_k, by="education", reference=reference)
-    table = round_trajectories(level_k, by="education")
+    fig = figures.trajectories(level_k_bundle, by="education", reference=reference)
+    table = round_trajectories(level_k_bundle, by="education")
     assert [ax.get_title(loc="left") for ax in fig.axes] == [
         "mean",
         "median",
@@ -255,17 +255,17 @@ def test_compare_rows_are_each_bundles_round(make_config, tmp_path) -> None:
     assert {"human pool", "paper"} <= {text.get_text() for text in legend.get_texts()}
 
 
-def test_compare_labels_a_list_by_run_id(level_k) -> None:
-    labels = figures.labelled([level_k, level_k.path])
-    assert list(labels) == [level_k.run_id, f"{level_k.run_id}#2"]
-    fig = figures.compare([level_k, level_k.path])
-    assert _ytick_texts(fig.axes[0])[1] == f"{level_k.run_id}#2 (round 2)"
+def test_compare_labels_a_list_by_run_id(level_k_bundle) -> None:
+    labels = figures.labelled([level_k_bundle, level_k_bundle.path])
+    assert list(labels) == [level_k_bundle.run_id, f"{level_k_bundle.run_id}#2"]
+    fig = figures.compare([level_k_bundle, level_k_bundle.path])
+    assert _ytick_texts(fig.axes[0])[1] == f"{level_k_bundle.run_id}#2 (round 2)"
 
 
-def test_tokens_bars_are_tokens_per_response(hand_bundle, level_k) -> None:
-    fig = figures.tokens({"hand": hand_bundle, "level-k": level_k})
+def test_tokens_bars_are_tokens_per_response(hand_bundle, level_k_bundle) -> None:
+    fig = figures.tokens({"hand": hand_bundle, "level-k": level_k_bundle})
     completion, prompt = fig.axes
-    hand, level = tokens_per_response(hand_bundle), tokens_per_response(level_k)
+    hand, level = tokens_per_response(hand_bundle), tokens_per_response(level_k_bundle)
     by_round = {
         c.get_label(): [p.get_width() for p in c]
         for c in completion.containers if isinstance(c, BarContainer)

@@ -55,19 +55,19 @@ def _rendered(obj, caplog) -> object:
 
 
 @pytest.fixture
-def level_k(run_bundle):
+def level_k_bundle(run_bundle):
     """A two-round level-k run of 400 agents over the paper's education population."""
     return run_bundle(policy=LEVEL_K, n_agents=400, rounds=2)
 
 
-def test_histogram_bars_are_guess_counts_and_the_markers_the_rounds(level_k, caplog) -> None:
-    plot = plots.histogram(level_k, round=1)
+def test_histogram_bars_are_guess_counts_and_the_markers_the_rounds(level_k_bundle, caplog) -> None:
+    plot = plots.histogram(level_k_bundle, round=1)
     (bars,) = _elements(plot, hv.Histogram)
-    counts = guess_counts(level_k, round=1).set_index("guess")["count"]
+    counts = guess_counts(level_k_bundle, round=1).set_index("guess")["count"]
     drawn = pd.Series(bars.dimension_values("count"), index=bars.edges[:-1].astype(int))
     assert drawn[drawn > 0].astype(int).to_dict() == counts.to_dict()
     assert bars.edges[0] == 0 and bars.edges[-1] == 101  # every whole number 0..100 has a bin
-    row = level_k.rounds().set_index("round").loc[1]
+    row = level_k_bundle.rounds().set_index("round").loc[1]
     assert _markers(plot) == pytest.approx(
         {"target": row["target"], "equilibrium": 0.0, "winning guess": row["winning_guess"]}
     )
@@ -84,11 +84,11 @@ def test_hand_bundle_histogram_is_exact(hand_bundle) -> None:
     assert {g: c for g, c in counts.items() if c} == {3: 2, 10: 1, 20: 1, 40: 1, 75: 1}
 
 
-def test_distribution_bars_are_each_groups_shares(level_k, caplog) -> None:
-    plot = plots.distribution(level_k, "education", kind="bars", reference=REFERENCE)
+def test_distribution_bars_are_each_groups_shares(level_k_bundle, caplog) -> None:
+    plot = plots.distribution(level_k_bundle, "education", kind="bars", reference=REFERENCE)
     assert isinstance(plot, hv.NdLayout) and list(plot.keys()) == list(EDUCATION)
-    counts = guess_counts(level_k, by="education")
-    target = level_k.rounds()["target"].iloc[-1]
+    counts = guess_counts(level_k_bundle, by="education")
+    target = level_k_bundle.rounds()["target"].iloc[-1]
     for category in EDUCATION:
         (bars,) = _elements(plot[category], hv.Histogram)
         mine = counts[counts["category"] == category].set_index("guess")
@@ -145,16 +145,18 @@ def test_quantile_boxes_are_group_summarys_quantiles(hand_bundle, caplog) -> Non
     ]  # the boxes span q1..q3 on their category's row
 
 
-def test_means_and_intervals_are_group_summarys(level_k, caplog) -> None:
-    plot = plots.distribution(level_k, "education", round=1, kind="means", reference=REFERENCE)
-    summary = group_summary(level_k, round=1, by="education").set_index("category")
+def test_means_and_intervals_are_group_summarys(level_k_bundle, caplog) -> None:
+    plot = plots.distribution(
+        level_k_bundle, "education", round=1, kind="means", reference=REFERENCE
+    )
+    summary = group_summary(level_k_bundle, round=1, by="education").set_index("category")
     means = next(s for s in _elements(plot, hv.Scatter) if s.label == "group mean")
     drawn = means.dframe().set_index("category")
     assert drawn["mean"].to_numpy() == pytest.approx(summary["mean"].to_numpy())
     errors = _elements(plot, hv.ErrorBars)[0].dframe()
     assert (errors["mean"] - errors["neg"]).to_numpy() == pytest.approx(summary["ci_low"])
     assert (errors["mean"] + errors["pos"]).to_numpy() == pytest.approx(summary["ci_high"])
-    assert _markers(plot)["target"] == pytest.approx(level_k.rounds()["target"].iloc[0])
+    assert _markers(plot)["target"] == pytest.approx(level_k_bundle.rounds()["target"].iloc[0])
     reference = next(s for s in _elements(plot, hv.Scatter) if s.label == "CHC 2004")
     at = dict(
         zip(
@@ -225,22 +227,22 @@ def test_compare_and_tokens_hold_the_tables_numbers(run_bundle, hand_bundle, cap
 
 
 def test_agents_are_points_below_the_threshold_and_rasterized_past_it(
-    level_k, monkeypatch, caplog
+    level_k_bundle, monkeypatch, caplog
 ) -> None:
-    plot = plots.agents(level_k, "previous_guess", "guess")
+    plot = plots.agents(level_k_bundle, "previous_guess", "guess")
     (points,) = _elements(plot, hv.Points)
-    answers = level_k.responses(2).set_index("agent_id")["guess"]
-    before = level_k.responses(1).set_index("agent_id")["guess"]
+    answers = level_k_bundle.responses(2).set_index("agent_id")["guess"]
+    before = level_k_bundle.responses(1).set_index("agent_id")["guess"]
     ids = points.dimension_values("agent_id")
     assert len(ids) == 400
     assert points.dimension_values("guess") == pytest.approx(answers.loc[ids].to_numpy())
     assert points.dimension_values("previous_guess") == pytest.approx(before.loc[ids].to_numpy())
     assert [h.data for h in _elements(plot, hv.HLine)] == pytest.approx(
-        [level_k.rounds()["target"].iloc[1]]
+        [level_k_bundle.rounds()["target"].iloc[1]]
     )
     _rendered(plot, caplog)
     monkeypatch.setattr(agents_view, "RASTERIZE_ABOVE", 399)
-    raster = plots.agents(level_k, "previous_guess", "guess")
+    raster = plots.agents(level_k_bundle, "previous_guess", "guess")
     assert isinstance(raster, hv.DynamicMap) and not _elements(raster, hv.Points)
     figure = _rendered(raster, caplog)
     assert "400 agents (rasterized)" in figure.title.text
@@ -248,38 +250,41 @@ def test_agents_are_points_below_the_threshold_and_rasterized_past_it(
     (image,) = _elements(raster[()], hv.Image)
     assert np.nansum(image.dimension_values(2)) == 400  # every agent counted once
     monkeypatch.setattr(agents_view, "RASTERIZE_ABOVE", 400)
-    assert _elements(plots.agents(level_k, "previous_guess", "guess"), hv.Points)
+    assert _elements(plots.agents(level_k_bundle, "previous_guess", "guess"), hv.Points)
 
 
-def test_bad_inputs_name_the_field_and_the_fix(level_k, hand_bundle) -> None:
+def test_bad_inputs_name_the_field_and_the_fix(level_k_bundle, hand_bundle) -> None:
     with pytest.raises(ConfigError, match=r"kind: 'violin' .* \['bars', 'heatmap', 'quantiles'"):
-        plots.distribution(level_k, "education", kind="violin")
+        plots.distribution(level_k_bundle, "education", kind="violin")
     with pytest.raises(ConfigError, match=r"by: no persona column 'city'"):
-        plots.distribution(level_k, "city")
+        plots.distribution(level_k_bundle, "city")
     with pytest.raises(ValueError, match=r"no round 5; rounds: \[1, 2\]"):
-        plots.histogram(level_k, round=5)
+        plots.histogram(level_k_bundle, round=5)
     with pytest.raises(ConfigError, match=r"reference: a DataFrame with columns \['category'"):
-        plots.distribution(level_k, "education", reference=pd.DataFrame({"mean": [1.0]}))
+        plots.distribution(level_k_bundle, "education", reference=pd.DataFrame({"mean": [1.0]}))
     with pytest.raises(ConfigError, match=r"'education' is not a numeric column; a category"):
-        plots.agents(level_k, "education", "guess")
+        plots.agents(level_k_bundle, "education", "guess")
     with pytest.raises(ConfigError, match=r"'age' is not a numeric column; columns: \['guess'"):
-        plots.agents(level_k, "age", "guess")
+        plots.agents(level_k_bundle, "age", "guess")
     with pytest.raises(ConfigError, match=r"previous_guess needs a round before round 1"):
-        plots.agents(level_k, "previous_guess", "guess", round=1)
+        plots.agents(level_k_bundle, "previous_guess", "guess", round=1)
     with pytest.raises(ConfigError, match=r"bundles: give one or more"):
         plots.compare({})
 
 
-def test_the_matplotlib_backend_gets_the_same_labels(level_k) -> None:
+def test_the_matplotlib_backend_gets_the_same_labels(level_k_bundle) -> None:
     """With matplotlib loaded too (as save_figure renders HoloViews objects), the plots carry
     their titles and category ticks there as well."""
     import holoviews.plotting.mpl  # noqa: F401
 
-    plot = plots.distribution(level_k, "education", kind="quantiles")
+    plot = plots.distribution(level_k_bundle, "education", kind="quantiles")
     figure = hv.render(plot, backend="matplotlib")
     (axes,) = figure.axes
     assert [t.get_text() for t in axes.get_yticklabels()] == list(EDUCATION)
     assert axes.get_title().endswith("(quartiles, median, min-max, mean)")
-    for built in (plots.histogram(level_k), plots.trajectories(level_k, by="education")):
+    for built in (
+        plots.histogram(level_k_bundle),
+        plots.trajectories(level_k_bundle, by="education"),
+    ):
         assert hv.render(built, backend="matplotlib").axes
     np.testing.assert_equal(len(figure.axes), 1)
