@@ -12,7 +12,10 @@ import sys
 import termios
 from pathlib import Path
 
+import pytest
 from cli_helpers import SLOW_RUN_YAML, TIMEOUT_S
+
+pytestmark = pytest.mark.slow  # a `workbench run` subprocess of a few seconds
 
 COLUMNS = 100
 
