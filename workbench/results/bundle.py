@@ -4,10 +4,6 @@ A finished bundle is read through its manifest: only the files it lists, so a fi
 afterwards is never mistaken for data. While the run is live (no file list yet) the reader
 takes what is there. A symbolic link inside a bundle is refused, never followed. Every
 Parquet file is readable with pandas, pyarrow, polars or duckdb alone.
-
-This module is also the old import path of the format's names (`layout`) and `redact`, which
-are re-exported here; the writer's names live in `workbench.results.writer` (the writer reads
-bundles, so the reader does not import it back).
 """
 
 from __future__ import annotations
@@ -20,23 +16,16 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from workbench._files import sha256_file as _sha256  # noqa: F401  (old private name)
 from workbench.config import RunConfig, validate
 from workbench.errors import BundleError, ConfigError
-from workbench.results.layout import (  # noqa: F401  (re-exported: the old import path)
-    CONFIG_FILE,
+from workbench.results.layout import (
     EVENTS_FILE,
     FIGURES_DIR,
-    FINAL_STATUSES,
     GROUPS_FILE,
-    LOCK_FILE,
     MANIFEST,
     PERSONAS_FILE,
-    REQUIRED_RESPONSE_COLUMNS,
     RESPONSE_SCHEMA,
     RESPONSES_DIR,
-    ROUND_COLUMNS,
-    ROUND_SCHEMA,
     ROUNDS_FILE,
     SCHEMA_VERSION,
     STATUSES,
@@ -46,12 +35,9 @@ from workbench.results.layout import (  # noqa: F401  (re-exported: the old impo
     parse_part_path,
     read_parquet,
     relative,
-    response_table,
-    rounds_table,
     walk,
     with_later_stats,
 )
-from workbench.results.redact import REDACTED, redact  # noqa: F401  (re-exported)
 
 LIST_COLUMNS: tuple[str, ...] = (
     "run_id",
