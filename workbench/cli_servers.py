@@ -36,7 +36,7 @@ def serve_model_command(
     """Serve the embedded model as an OpenAI-compatible server at http://HOST:PORT/v1."""
     from workbench._net import is_loopback
     from workbench.errors import ConfigError
-    from workbench.llm.serve import serve_model
+    from workbench.llm.embedded.serve import serve_model
 
     if not api_key and not is_loopback(host):
         raise ConfigError(

@@ -18,7 +18,7 @@ from workbench.agents import streams
 from workbench.config import GameSpec, RunConfig
 from workbench.llm.answer_trie import STEP_STREAM, PromptGroup, TrieCounts, draw_answers
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
-from workbench.llm.llamacpp import LlamaCppModel, _chat_tokens, _last_logits
+from workbench.llm.embedded.llamacpp import LlamaCppModel, _chat_tokens, _last_logits
 from workbench.runtime import Simulation
 from workbench.runtime.exactness import check_exact
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from workbench.llm.embedded.llamacpp import _grammar_text
+from workbench.llm.embedded.llamacpp_sampling import answer_sampler
 from workbench.llm.grammar import integer_range_grammar
-from workbench.llm.llamacpp import _grammar_text
-from workbench.llm.llamacpp_sampling import answer_sampler
 
 pytestmark = pytest.mark.slow
 

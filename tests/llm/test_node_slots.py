@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from workbench.llm.base import ChatRequest
-from workbench.llm.llamacpp import _chat_tokens
-from workbench.llm.node_slots import NodeSlots, self_check
+from workbench.llm.embedded.llamacpp import _chat_tokens
+from workbench.llm.embedded.node_slots import NodeSlots, self_check
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +121,7 @@ def test_nodes_out_of_order_come_back_in_order(embedded_model, monkeypatch, slot
     """A scorer given nodes in no particular order answers each node with its own logits, with
     the node slots and on the plain path (where a self-check found the slots inexact)."""
     from workbench.llm.answer_trie import Node
-    from workbench.llm.llamacpp_nodes import EmbeddedNodeScorer
+    from workbench.llm.embedded.llamacpp_nodes import EmbeddedNodeScorer
 
     engine = embedded_model._engine
     if slots == "alone":

@@ -196,7 +196,7 @@ def test_load_missing_or_unreadable(tmp_path):
 
 @pytest.mark.slow
 def test_embedded_model_generates_personas(spec):
-    from workbench.llm.llamacpp import LlamaCppModel
+    from workbench.llm.embedded.llamacpp import LlamaCppModel
 
     frame = sample_population(spec, 3, seed=0)
     params = SamplingParams(max_tokens=200, temperature=0.8)

@@ -22,7 +22,7 @@ from workbench.config import GameSpec, load_run_config
 from workbench.errors import NO_RESUME, ConfigError, RoundFailedError
 from workbench.llm import sampling_params
 from workbench.llm.base import ChatResult
-from workbench.llm.llamacpp import LlamaCppModel, _chat_tokens, _vocabulary
+from workbench.llm.embedded.llamacpp import LlamaCppModel, _chat_tokens, _vocabulary
 from workbench.runtime import Simulation
 
 

@@ -22,13 +22,13 @@ import numpy as np
 
 from workbench.llm.answer_trie import IntegerVocabulary, Node
 from workbench.llm.base import ChatRequest, SamplingParams
-from workbench.llm.llamacpp import _chat_tokens, _decode, _Engine, _last_logits
-from workbench.llm.node_slots import ROWS, Key, NodeSlots, self_check
-from workbench.llm.prefix_pieces import common_prefix
+from workbench.llm.embedded.llamacpp import _chat_tokens, _decode, _Engine, _last_logits
+from workbench.llm.embedded.node_slots import ROWS, Key, NodeSlots, self_check
+from workbench.llm.embedded.prefix_pieces import common_prefix
 from workbench.llm.sampler import draw
 
 if TYPE_CHECKING:
-    from workbench.llm.llamacpp import LlamaCppModel
+    from workbench.llm.embedded.llamacpp import LlamaCppModel
 
 SELF_CHECK_PROMPT = b"<|im_start|>user\nPick a whole number from 0 to 100.\nYour number:"
 """The prompt the node slots are checked on (`node_slots.self_check`)."""

