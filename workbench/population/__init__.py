@@ -22,4 +22,3 @@ __all__ = [
     "sample_population",
     "save_persona_set",
 ]
-

@@ -16,7 +16,7 @@ import hmac
 from pathlib import Path
 from typing import Any
 
-from workbench.llm.embedded.llamacpp import machine_threads, shipped_model_path
+from workbench.llm.embedded.engine import machine_threads, shipped_model_path
 
 DEFAULT_NAME = "smollm2-135m"
 
