@@ -17,7 +17,8 @@ import pandas as pd
 import pyarrow as pa
 
 from workbench.config import RunConfig, validate
-from workbench.errors import BundleError, ConfigError
+from workbench.errors import BundleError, ConfigError, WorkbenchError
+from workbench.results.html import bundle_html, damaged_html
 from workbench.results.layout import (
     EVENTS_FILE,
     FIGURES_DIR,
@@ -330,9 +331,19 @@ class Bundle:
 
     def _repr_html_(self) -> str:
         """A small view for notebooks from the manifest alone (never the responses)."""
-        from workbench.results.html import bundle_html
-
-        return bundle_html(self)
+        try:
+            return bundle_html(
+                path=self.path,
+                run_id=self.run_id,
+                status=self.status,
+                error=self.error,
+                created_at=self.created_at,
+                model=self.model,
+                rounds=self.rounds_done,
+                config=self.manifest.get("config"),
+            )
+        except WorkbenchError as exc:
+            return damaged_html(self.path, exc)
 
     def __repr__(self) -> str:
         return f"Bundle({str(self.path)!r}, status={self.manifest.get('status')!r})"
