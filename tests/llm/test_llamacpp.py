@@ -12,7 +12,8 @@ from workbench.config import GameSpec, ModelSpec
 from workbench.errors import ModelError
 from workbench.game import parse_answer
 from workbench.llm import make_model, sampling_params
-from workbench.llm.base import ChatModel, ChatRequest, OutputConstraint, SamplingParams
+from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
+from workbench.llm.chat_model import ChatModel
 from workbench.llm.embedded.engine import shipped_model_path
 from workbench.llm.embedded.llamacpp import LlamaCppModel
 from workbench.llm.grammar import integer_range_grammar

@@ -32,14 +32,13 @@ from workbench.game import (
 )
 from workbench.llm.answer_trie import TrieCounts
 from workbench.llm.base import (
-    ChatModel,
     ChatRequest,
     ChatResult,
     OutputConstraint,
     SamplingParams,
-    as_chat_model,
     with_extraction,
 )
+from workbench.llm.chat_model import ChatModel, as_chat_model
 
 # stream numbers: one per independent use of randomness
 _GUESS, _DEPTH, _NOISE = 1, 2, 3

@@ -1,14 +1,8 @@
 """Batch-first chat models: the interface, the embedded llama.cpp default, and a factory."""
 
 from workbench.config import ModelSpec, RunConfig
-from workbench.llm.base import (
-    ChatModel,
-    ChatRequest,
-    ChatResult,
-    OutputConstraint,
-    SamplingParams,
-    as_chat_model,
-)
+from workbench.llm.base import ChatRequest, ChatResult, OutputConstraint, SamplingParams
+from workbench.llm.chat_model import ChatModel, as_chat_model
 
 
 def make_model(spec: ModelSpec) -> ChatModel:

@@ -23,13 +23,13 @@ from workbench.config import ModelSpec
 from workbench.errors import ConfigError, ModelError
 from workbench.llm.base import (
     Attempt,
-    ChatModel,
     ChatRequest,
     ChatResult,
     SamplingParams,
     most_informative,
     report_answered,
 )
+from workbench.llm.chat_model import ChatModel
 from workbench.llm.key_policy import api_key_for
 from workbench.llm.servers import (
     CONSTRAINT_MODES,

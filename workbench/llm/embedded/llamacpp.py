@@ -16,13 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import ConfigError, ModelError
-from workbench.llm.base import (
-    ChatModel,
-    ChatRequest,
-    ChatResult,
-    OutputConstraint,
-    SamplingParams,
-)
+from workbench.llm.base import ChatRequest, ChatResult, OutputConstraint, SamplingParams
+from workbench.llm.chat_model import ChatModel
 from workbench.llm.embedded.cpu_share import CpuShare
 from workbench.llm.embedded.engine import (
     Engine,

@@ -125,7 +125,7 @@ class EmbeddedNodeScorer:
                 missing = [k for k in missing if kept[k] is None]
                 if missing:
                     start = time.perf_counter()
-                    fresh = self.evaluate(engine, missing)
+                    fresh = self._evaluate(engine, missing)
                     self.model.counters.score_s += time.perf_counter() - start
                     for key, full in zip(missing, fresh, strict=True):
                         kept[key] = self._keep(key, full)
