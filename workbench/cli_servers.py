@@ -129,9 +129,13 @@ def dashboard_command(
     KeyPolicy.parse(allow_key_env or ()).install()  # this process and every run it launches
 
     access = dashboard_access(
-        address=address, port=port, token=token, no_auth=no_auth,
-        allowed_hosts=allow_host or (), unix_socket=unix_socket is not None,
-    )  # fmt: skip
+        address=address,
+        port=port,
+        token=token,
+        no_auth=no_auth,
+        allowed_hosts=allow_host or (),
+        unix_socket=unix_socket is not None,
+    )
     if not is_loopback(address) and unix_socket is None:
         typer.echo(f"workbench dashboard: listening on {address}: {TLS_ADVICE}", err=True)
     if access.mode == "none":

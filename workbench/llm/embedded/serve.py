@@ -86,5 +86,6 @@ def serve_model(
         ],
     )
     served = without_cors(app)
-    uvicorn.run(BearerKey(served, api_key) if api_key else served, host=host, port=port,
-                log_level="warning")  # fmt: skip
+    uvicorn.run(
+        BearerKey(served, api_key) if api_key else served, host=host, port=port, log_level="warning"
+    )
