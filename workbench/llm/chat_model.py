@@ -11,17 +11,13 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
-from workbench.llm.answer_trie import (
-    GroupAnswers,
-    NodeScorer,
-    PromptGroup,
-    TrieCounts,
-    draw_answers,
-)
 from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
+
+if TYPE_CHECKING:
+    from workbench.llm.answer_trie import GroupAnswers, NodeScorer, PromptGroup, TrieCounts
 
 
 class ChatModel:
@@ -82,6 +78,9 @@ class ChatModel:
         counts: TrieCounts,
     ) -> list[GroupAnswers]:
         """Every group's answers drawn through the answer trie (`answer_trie.draw_answers`)."""
+        # imported here: the trie needs numpy, which `import workbench.llm` does not load
+        from workbench.llm.answer_trie import draw_answers
+
         scorer = self.node_scorer()
         if scorer is None:
             raise ConfigError("this model does not draw answers in distribution mode")
