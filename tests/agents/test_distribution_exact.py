@@ -82,7 +82,7 @@ def expected_answers(
     """Every answer's probability, walked node by node with llama.cpp's plain `eval` from a
     cleared context and the sampler's rule written out with loops (`test_sampler.reference`)."""
     scorer = model.node_scorer()
-    vocab = scorer.vocabulary(*request.constraint.integer_range)
+    vocab = scorer._vocabulary(*request.constraint.integer_range)
     engine = model.engine
     llm = engine.llm
     tokens, _ = chat_tokens(llm, engine.formatter, request)
