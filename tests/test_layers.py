@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MAX_MODULE_LINES = 600
+MAX_MODULE_LINES = 1000
+"""A module past 600 lines is split where it has a seam; past this it fails."""
 
 
 def test_imports_point_down_the_layers_of_design_md() -> None:
@@ -25,7 +26,7 @@ def test_imports_point_down_the_layers_of_design_md() -> None:
     assert "0 broken." in result.stdout, result.stdout[-2000:]
 
 
-def test_no_module_is_over_600_lines() -> None:
+def test_no_module_is_over_1000_lines() -> None:
     long = {
         str(path.relative_to(ROOT)): n
         for path in (ROOT / "workbench").rglob("*.py")

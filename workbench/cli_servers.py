@@ -36,7 +36,7 @@ def serve_model_command(
     """Serve the embedded model as an OpenAI-compatible server at http://HOST:PORT/v1."""
     from workbench._net import is_loopback
     from workbench.errors import ConfigError
-    from workbench.llm.serve import serve_model
+    from workbench.llm.embedded.serve import serve_model
 
     if not api_key and not is_loopback(host):
         raise ConfigError(
@@ -129,9 +129,13 @@ def dashboard_command(
     KeyPolicy.parse(allow_key_env or ()).install()  # this process and every run it launches
 
     access = dashboard_access(
-        address=address, port=port, token=token, no_auth=no_auth,
-        allowed_hosts=allow_host or (), unix_socket=unix_socket is not None,
-    )  # fmt: skip
+        address=address,
+        port=port,
+        token=token,
+        no_auth=no_auth,
+        allowed_hosts=allow_host or (),
+        unix_socket=unix_socket is not None,
+    )
     if not is_loopback(address) and unix_socket is None:
         typer.echo(f"workbench dashboard: listening on {address}: {TLS_ADVICE}", err=True)
     if access.mode == "none":

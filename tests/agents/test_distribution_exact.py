@@ -18,7 +18,8 @@ from workbench.agents import streams
 from workbench.config import GameSpec, RunConfig
 from workbench.llm.answer_trie import STEP_STREAM, PromptGroup, TrieCounts, draw_answers
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
-from workbench.llm.llamacpp import LlamaCppModel, _chat_tokens, _last_logits
+from workbench.llm.embedded.engine import chat_tokens, last_logits
+from workbench.llm.embedded.llamacpp import LlamaCppModel
 from workbench.runtime import Simulation
 from workbench.runtime.exactness import check_exact
 
@@ -82,9 +83,9 @@ def expected_answers(
     cleared context and the sampler's rule written out with loops (`test_sampler.reference`)."""
     scorer = model.node_scorer()
     vocab = scorer._vocabulary(*request.constraint.integer_range)
-    engine = model._engine
+    engine = model.engine
     llm = engine.llm
-    tokens, _ = _chat_tokens(llm, engine.formatter, request)
+    tokens, _ = chat_tokens(llm, engine.formatter, request)
     out: dict[str, float] = {}
 
     def visit(prefix: list[int], text: str, p: float) -> None:
@@ -94,7 +95,7 @@ def expected_answers(
         engine.forget()
         llm.eval(tokens + prefix)
         allowed = vocab.allowed(text)
-        logits = _last_logits(llm)[allowed].astype(np.float64).tolist()
+        logits = last_logits(llm)[allowed].astype(np.float64).tolist()
         for position, q in rule(logits, params.temperature, params.top_p).items():
             token = int(allowed[position])
             if vocab.is_end(token):

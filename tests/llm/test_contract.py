@@ -9,8 +9,9 @@ import pytest
 
 from workbench.errors import ConfigError
 from workbench.llm import ChatModel, as_chat_model
-from workbench.llm.base import AdaptedModel, ChatRequest, ChatResult, SamplingParams
+from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
 from workbench.llm.cache import CachedModel, ResponseCache
+from workbench.llm.chat_model import AdaptedModel
 from workbench.llm.mix import ModelMix
 
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from workbench.llm import cpu_share
-from workbench.llm.cpu_share import CpuShare
+from workbench.llm.embedded import cpu_share
+from workbench.llm.embedded.cpu_share import CpuShare
 
 
 def test_a_fixed_count_is_kept() -> None:

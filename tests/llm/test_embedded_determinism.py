@@ -5,9 +5,9 @@ cache, with prefix reuse off, and with 1 or 2 threads (real llama.cpp, the shipp
 Each is checked in distribution mode at 1,000 agents (answers drawn through the answer trie) and
 with llama.cpp's own sampler at 12 agents (one generation per agent).
 
-Before canonical prompt pieces (`workbench.llm.prefix_pieces`), reused prefixes cut each prompt
-where its batch neighbour stopped matching, and the quickstart's third round mean was 29.33
-locally and 28.92 on Ray.
+Before canonical prompt pieces (`workbench.llm.embedded.prefix_pieces`), reused prefixes cut
+each prompt where its batch neighbour stopped matching, and the quickstart's third round mean
+was 29.33 locally and 28.92 on Ray.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from workbench.config import BackendSpec, RunConfig
-from workbench.llm.llamacpp import LlamaCppModel
+from workbench.llm.embedded.llamacpp import LlamaCppModel
 from workbench.results import Bundle
 from workbench.runtime import Simulation
 

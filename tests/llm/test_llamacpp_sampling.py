@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from workbench.llm.embedded.engine import grammar_text
+from workbench.llm.embedded.llamacpp_sampling import answer_sampler
 from workbench.llm.grammar import integer_range_grammar
-from workbench.llm.llamacpp import _grammar_text
-from workbench.llm.llamacpp_sampling import answer_sampler
 
 pytestmark = pytest.mark.slow
 
@@ -22,11 +22,11 @@ pytestmark = pytest.mark.slow
 def test_the_shrunk_chain_draws_what_the_full_chain_draws(
     embedded_model, prompt: str, low: int, high: int
 ) -> None:
-    engine = embedded_model._engine
+    engine = embedded_model.engine
     llm = engine.llm
     candidates = engine.integer_tokens()
     assert 10 < len(candidates) < 200  # digits, "-", a few digit groups, end of text
-    grammar = _grammar_text(integer_range_grammar(low, high))
+    grammar = grammar_text(integer_range_grammar(low, high))
     with engine.lock:
         engine.forget()
         llm.eval(llm.tokenize(prompt.encode(), add_bos=False))

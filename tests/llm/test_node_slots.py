@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from workbench.llm.base import ChatRequest
-from workbench.llm.llamacpp import _chat_tokens
-from workbench.llm.node_slots import NodeSlots, self_check
+from workbench.llm.embedded.engine import chat_tokens
+from workbench.llm.embedded.node_slots import NodeSlots, self_check
 
 
 @pytest.fixture(scope="module")
@@ -18,12 +18,12 @@ def scorer(embedded_model):
 
 def prompts(scorer, n: int) -> list[tuple[int, ...]]:
     """`n` chat prompts sharing their first lines, each with its own last line."""
-    engine = scorer.model._engine
+    engine = scorer.model.engine
     out = []
     for i in range(n):
         text = f"Guess a whole number from 0 to 100.\nYour own numbers so far: {i * 7 % 101}, {i}."
         request = ChatRequest(({"role": "user", "content": text},))
-        out.append(tuple(_chat_tokens(engine.llm, engine.formatter, request)[0]))
+        out.append(tuple(chat_tokens(engine.llm, engine.formatter, request)[0]))
     return out
 
 
@@ -40,7 +40,7 @@ def keys_of(prompts: list[tuple[int, ...]], digits: list[int]) -> list:
 
 
 def alone(scorer, keys) -> list[np.ndarray]:
-    engine = scorer.model._engine
+    engine = scorer.model.engine
     with engine.lock:
         out = [scorer._alone(engine, key).copy() for key in keys]
         engine.forget()
@@ -52,7 +52,7 @@ def test_drops_and_full_arenas_change_no_logit(scorer) -> None:
     2,048 cells (cleared several times): every node's logits are bitwise those alone. Before
     dropped states' cells were kept written, a new cell landed in a freed hole before its own
     prompt's cells and the logits differed."""
-    engine = scorer.model._engine
+    engine = scorer.model.engine
     digits = [int(t) for t in engine.integer_tokens()[:5]]
     ps = prompts(scorer, 30)
     keys = keys_of(ps, digits)
@@ -77,7 +77,7 @@ def test_drops_and_full_arenas_change_no_logit(scorer) -> None:
 
 def test_answer_rows_share_decodes(scorer) -> None:
     """The rows of many prompts' children go into one decode (`rows` at a time)."""
-    engine = scorer.model._engine
+    engine = scorer.model.engine
     digits = [int(t) for t in engine.integer_tokens()[:5]]
     ps = prompts(scorer, 12)
     slots = NodeSlots(engine.llm, engine.cuts_after)
@@ -96,7 +96,7 @@ def test_answer_rows_share_decodes(scorer) -> None:
 
 
 def test_self_check_passes_here_and_catches_a_difference(scorer) -> None:
-    engine = scorer.model._engine
+    engine = scorer.model.engine
     digits = [int(t) for t in engine.integer_tokens()[:6]]
     (prompt,) = prompts(scorer, 1)
     slots = NodeSlots(engine.llm, engine.cuts_after)
@@ -121,9 +121,9 @@ def test_nodes_out_of_order_come_back_in_order(embedded_model, monkeypatch, slot
     """A scorer given nodes in no particular order answers each node with its own logits, with
     the node slots and on the plain path (where a self-check found the slots inexact)."""
     from workbench.llm.answer_trie import Node
-    from workbench.llm.llamacpp_nodes import EmbeddedNodeScorer
+    from workbench.llm.embedded.llamacpp_nodes import EmbeddedNodeScorer
 
-    engine = embedded_model._engine
+    engine = embedded_model.engine
     if slots == "alone":
         monkeypatch.setattr(engine, "slots", False)
     scorer = EmbeddedNodeScorer(embedded_model)  # an empty memo

@@ -28,7 +28,8 @@ from workbench.config import GameSpec, ModelSpec
 from workbench.errors import ConfigError, ModelError, RoundFailedError, one_line
 from workbench.game import parse_answers
 from workbench.llm import make_model
-from workbench.llm.base import ChatModel, ChatRequest, OutputConstraint, SamplingParams
+from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
+from workbench.llm.chat_model import ChatModel
 from workbench.llm.grammar import integer_range_grammar, integer_range_regex
 from workbench.llm.openai_compat import OpenAICompatModel
 from workbench.results import Bundle, verify_bundle

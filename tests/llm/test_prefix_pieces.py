@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workbench.llm.prefix_pieces import (
+from workbench.llm.embedded.prefix_pieces import (
     chunks,
     common_prefix,
     piece_starts,

@@ -13,7 +13,7 @@ from workbench.llm.base import (
     SamplingParams,
     track_progress,
 )
-from workbench.llm.request_pool import RequestPool
+from workbench.llm.embedded.request_pool import RequestPool
 
 PARAMS = SamplingParams()
 

@@ -1,9 +1,10 @@
 """LLM persona writing (`agents.persona_writer`): meta-prompt, tag parsing, retries, fallback;
-persona sets on disk (`population.persona_sets`); the old import paths; the CLI."""
+persona sets on disk (`population.persona_sets`); where each lives; the CLI."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -158,21 +159,18 @@ def test_save_load_round_trip(education_spec, tmp_path):
     assert meta["sources"] == {"llm": 4, "template": 1}
 
 
-def test_old_import_paths_are_the_new_objects():
-    import workbench.agents.persona_writer as writer
+def test_persona_writing_has_one_home():
     import workbench.population as population
-    import workbench.population.generate as shim
     import workbench.population.persona_sets as sets
 
-    assert population.generate_personas is writer.generate_personas  # lazy, PEP 562
-    assert "generate_personas" in dir(population) and "generate_personas" in population.__all__
-    for name in shim.__all__:
-        home = writer if hasattr(writer, name) else sets
-        assert getattr(shim, name) is getattr(home, name), name
-    assert shim.save_persona_set is sets.save_persona_set is population.save_persona_set
-    assert shim.load_persona_set is sets.load_persona_set is population.load_persona_set
-    with pytest.raises(AttributeError, match="no_such_name"):
-        population.no_such_name  # noqa: B018
+    assert population.save_persona_set is sets.save_persona_set
+    assert population.load_persona_set is sets.load_persona_set
+    # the writer calls a language model: it lives in agents, and population does not offer it
+    assert "generate_personas" not in population.__all__
+    with pytest.raises(AttributeError):
+        population.generate_personas  # noqa: B018
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("workbench.population.generate")
 
 
 def test_model_answering_too_few_is_a_contract_error(education_spec):
@@ -199,7 +197,7 @@ def test_load_missing_or_unreadable(tmp_path):
 
 @pytest.mark.slow
 def test_embedded_model_generates_personas(education_spec):
-    from workbench.llm.llamacpp import LlamaCppModel
+    from workbench.llm.embedded.llamacpp import LlamaCppModel
 
     frame = sample_population(education_spec, 3, seed=0)
     params = SamplingParams(max_tokens=200, temperature=0.8)

@@ -1,4 +1,4 @@
-"""population/ is a pure floor: no import circles inside it, nothing above config but the shims.
+"""population/ is a pure floor: no import circles inside it, nothing above config.
 
 Read from the source with `ast` (every import, also those inside functions), so the check needs
 no import of the package and catches lazy imports too.
@@ -13,12 +13,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "workbench" / "population"
 PREFIX = "workbench.population"
 
-# The declared upward imports (import-linter lists the same two): the old-path shim, and the
-# package face's lazy PEP 562 `__getattr__` for `generate_personas`.
-DECLARED = {
-    (f"{PREFIX}.generate", "workbench.agents.persona_writer"),
-    (PREFIX, "workbench.agents.persona_writer"),
-}
 # What population may import from the workbench: the floors below it.
 BELOW = ("workbench.config", "workbench.errors", "workbench._files", PREFIX)
 
@@ -78,10 +72,6 @@ def test_population_imports_only_config_and_below() -> None:
         (_module_name(path), name)
         for path in PACKAGE.glob("*.py")
         for name in _imports(path, names=False)
-        if not name.startswith(BELOW) and (_module_name(path), name) not in DECLARED
+        if not name.startswith(BELOW)
     )
     assert upward == [], f"population imports above its floor: {upward}"
-    # and the declared exceptions are still real (drop them here and in import-linter otherwise)
-    assert DECLARED <= {
-        (_module_name(path), name) for path in PACKAGE.glob("*.py") for name in _imports(path)
-    }

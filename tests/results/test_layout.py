@@ -20,13 +20,12 @@ def test_round_schema_is_built_from_game_statistics() -> None:
     assert types["n"] == "int64" and types["mean"] == "double"
 
 
-def test_old_import_path_keeps_every_name() -> None:
-    """The reader module still names the format (the writer's names live in results.writer)."""
-    for name in (
+def test_format_names_have_one_home() -> None:
+    """The format's names are layout's; the reader takes what it uses and hands none on."""
+    names = (
         "SCHEMA_VERSION",
         "STATUSES",
         "FINAL_STATUSES",
-        "REDACTED",
         "MANIFEST",
         "CONFIG_FILE",
         "PERSONAS_FILE",
@@ -38,15 +37,14 @@ def test_old_import_path_keeps_every_name() -> None:
         "REQUIRED_RESPONSE_COLUMNS",
         "ROUND_SCHEMA",
         "ROUND_COLUMNS",
-        "LIST_COLUMNS",
-        "Bundle",
-        "list_bundles",
-        "redact",
         "response_table",
         "rounds_table",
-    ):
-        assert getattr(bundle, name) is not None, name
-    assert bundle.ROUND_SCHEMA is layout.ROUND_SCHEMA
+    )
+    for name in names:
+        assert getattr(layout, name) is not None, name
+    for name in ("ROUND_SCHEMA", "FINAL_STATUSES", "response_table", "rounds_table", "redact"):
+        assert not hasattr(bundle, name), name
+    assert bundle.LIST_COLUMNS and bundle.Bundle and bundle.list_bundles
 
 
 def test_part_paths_round_trip(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ from workbench.config import GameSpec, load_run_config
 from workbench.errors import NO_RESUME, ConfigError, RoundFailedError
 from workbench.llm import sampling_params
 from workbench.llm.base import ChatResult
-from workbench.llm.llamacpp import LlamaCppModel, _chat_tokens, _vocabulary
+from workbench.llm.embedded.engine import chat_tokens, vocabulary
+from workbench.llm.embedded.llamacpp import LlamaCppModel
 from workbench.runtime import Simulation
 
 
@@ -64,15 +65,15 @@ def test_a_run_that_fits_passes_the_check_and_the_estimate_covers_a_real_last_ro
     probes = probe_requests(config, sim.personas, params)
     model = LlamaCppModel(n_ctx=config.model.n_ctx)
     model.check_fits(probes, params)  # the quickstart fits easily
-    llm, formatter = _vocabulary(str(model.path))
-    estimate = max(len(_chat_tokens(llm, formatter, r)[0]) for r in probes)
+    llm, formatter = vocabulary(str(model.path))
+    estimate = max(len(chat_tokens(llm, formatter, r)[0]) for r in probes)
     # real round-5 prompts: every agent, with a history of typical numbers and of invalid ones
     shard = AgentShard(0, sim.personas, config.game.rounds)
     policy = LLMPolicy(model, params)
     for history in ((33.33, 22.22, 14.81, 9.88), (math.nan, 100, math.nan, 0)):
         shard.guesses[:, :4] = history
         ctx = RoundContext(5, config.seed, config.game, config.n_agents, history)
-        real = max(len(_chat_tokens(llm, formatter, r)[0]) for r in policy.requests(shard, ctx))
+        real = max(len(chat_tokens(llm, formatter, r)[0]) for r in policy.requests(shard, ctx))
         assert real <= estimate
     with pytest.raises(ConfigError, match=r"^model\.n_ctx: 64 tokens cannot hold round 5's"):
         LlamaCppModel(n_ctx=64).check_fits(probes, params)

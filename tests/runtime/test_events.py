@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from ray import cloudpickle
 
-from workbench.llm.base import ChatModel, ChatResult, report_answered
+from workbench.llm.base import ChatResult, report_answered
+from workbench.llm.chat_model import ChatModel
 from workbench.results import verify_bundle
 from workbench.runs import run_state
 from workbench.runtime import (

@@ -21,7 +21,8 @@ from ray import cloudpickle
 from workbench.agents.shard import RoundContext
 from workbench.config import BackendSpec, ModelSpec, RunConfig, validate
 from workbench.errors import ConfigError, ModelError
-from workbench.llm.base import ChatModel, ChatResult
+from workbench.llm.base import ChatResult
+from workbench.llm.chat_model import ChatModel
 from workbench.runtime import Simulation
 from workbench.runtime.model_actors import (
     EngineSlot,

@@ -193,7 +193,7 @@ def test_bad_level_k_attribute_fails_before_writing_anything(make_config, tmp_pa
 
 def test_llm_policy_uses_the_configured_embedded_model(make_config):
     from workbench.agents.policies import LLMPolicy
-    from workbench.llm.llamacpp import LlamaCppModel
+    from workbench.llm.embedded.llamacpp import LlamaCppModel
 
     config = make_config(
         policy={"kind": "llm"},

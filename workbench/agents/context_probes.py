@@ -19,7 +19,8 @@ from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import GameSpec, LLMPolicySpec, RunConfig
 from workbench.game.prompts import format_number
-from workbench.llm.base import ChatModel, ChatRequest, SamplingParams
+from workbench.llm.base import ChatRequest, SamplingParams
+from workbench.llm.chat_model import ChatModel
 
 __all__ = ["longest_number", "probe_requests"]
 

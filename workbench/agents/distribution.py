@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -20,17 +20,35 @@ import pyarrow as pa
 
 from workbench.agents import streams
 from workbench.agents.shard import AgentShard, RoundContext, decisions_table
+from workbench.config import ExtractNumber
 from workbench.game import Status, answer_prefer, parse_answers
 from workbench.llm.answer_trie import (
     EXTRACT_STREAM_OFFSET,
     STEP_STREAM,
     GroupAnswers,
     PromptGroup,
+    TrieCounts,
 )
-from workbench.llm.base import ChatRequest, with_extraction
+from workbench.llm.base import ChatRequest, SamplingParams, with_extraction
+from workbench.llm.chat_model import ChatModel
 
-if TYPE_CHECKING:
-    from workbench.agents.policies import LLMPolicy
+
+class DrawingPolicy(Protocol):
+    """What distribution mode asks of its policy (an `LLMPolicy`): the model and its sampling
+    params, the round's requests, the extraction setting and request, and the counts it adds to."""
+
+    model: ChatModel
+    params: SamplingParams
+    extract_number: ExtractNumber
+    counts: TrieCounts
+
+    def requests(
+        self, shard: AgentShard, ctx: RoundContext, rows: np.ndarray | None = None
+    ) -> list[ChatRequest]: ...
+
+    def extraction_request(
+        self, request: ChatRequest, answer: str, ctx: RoundContext
+    ) -> ChatRequest: ...
 
 
 def prompt_groups(shard: AgentShard, ctx: RoundContext) -> tuple[np.ndarray, np.ndarray]:
@@ -122,7 +140,7 @@ class StepUniforms:
 
 
 async def _draw(
-    policy: LLMPolicy,
+    policy: DrawingPolicy,
     requests: Sequence[ChatRequest],
     members: Sequence[np.ndarray],
     ids: np.ndarray,
@@ -142,7 +160,9 @@ def _parsed(draws: Draws, ctx: RoundContext, **options: object) -> tuple[np.ndar
     return parse_answers(draws.texts, kinds, ctx.game.low, ctx.game.high, **options)  # type: ignore[arg-type]
 
 
-async def act_by_distribution(policy: LLMPolicy, shard: AgentShard, ctx: RoundContext) -> pa.Table:
+async def act_by_distribution(
+    policy: DrawingPolicy, shard: AgentShard, ctx: RoundContext
+) -> pa.Table:
     """The shard's decisions for the round in distribution mode (see the module docstring)."""
     ids = shard.agent_ids
     codes, firsts = prompt_groups(shard, ctx)
@@ -215,7 +235,7 @@ async def act_by_distribution(policy: LLMPolicy, shard: AgentShard, ctx: RoundCo
     )
 
 
-def _to_extract(policy: LLMPolicy, answer: Draws, statuses: np.ndarray) -> np.ndarray:
+def _to_extract(policy: DrawingPolicy, answer: Draws, statuses: np.ndarray) -> np.ndarray:
     """The distinct answers the extraction call decides (as `LLMPolicy._to_extract`)."""
     if policy.extract_number == "never":
         return np.array([], dtype=np.int64)

@@ -20,7 +20,8 @@ import pandas as pd
 
 from workbench.config import ModelSpec, PopulationSpec
 from workbench.errors import ConfigError, ContractError
-from workbench.llm.base import ChatModel, ChatRequest, OutputConstraint, SamplingParams
+from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
+from workbench.llm.chat_model import ChatModel
 from workbench.population.personas import persona_texts
 
 __all__ = [

@@ -15,6 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from workbench.agents import streams
+from workbench.agents.distribution import act_by_distribution
 from workbench.agents.shard import AgentShard, RoundContext, decisions_table
 from workbench.config import (
     ExtractNumber,
@@ -32,14 +33,13 @@ from workbench.game import (
 )
 from workbench.llm.answer_trie import TrieCounts
 from workbench.llm.base import (
-    ChatModel,
     ChatRequest,
     ChatResult,
     OutputConstraint,
     SamplingParams,
-    as_chat_model,
     with_extraction,
 )
+from workbench.llm.chat_model import ChatModel, as_chat_model
 
 # stream numbers: one per independent use of randomness
 _GUESS, _DEPTH, _NOISE = 1, 2, 3
@@ -233,8 +233,6 @@ class LLMPolicy:
         batched extraction call for the answers `extract_number` sends to it; in distribution
         mode, one draw per distinct prompt (`agents.distribution`)."""
         if self.distribution:
-            from workbench.agents.distribution import act_by_distribution
-
             return await act_by_distribution(self, shard, ctx)
         requests = self.requests(shard, ctx)
         results = await self.model.generate(requests, self.params)

@@ -35,7 +35,8 @@ from workbench.config import LLMPolicySpec, PopulationSpec, RunConfig, load_run_
 from workbench.errors import ConfigError
 from workbench.game import RoundStats
 from workbench.llm import make_model
-from workbench.llm.llamacpp import EngineCounters, LlamaCppModel
+from workbench.llm.embedded.engine import EngineCounters
+from workbench.llm.embedded.llamacpp import LlamaCppModel
 from workbench.population import population_note
 from workbench.runtime import Simulation
 

@@ -112,7 +112,7 @@ def measure(spec: ChildSpec) -> ScaleRun:
     import asyncio
 
     from workbench.agents.policies import LLMPolicy
-    from workbench.llm.llamacpp import EngineCounters
+    from workbench.llm.embedded.engine import EngineCounters
     from workbench.runtime import Simulation
     from workbench.runtime.local import LocalBackend
 

@@ -20,6 +20,9 @@ from workbench.config.base import (
     share_table,
     template_fields,
 )
+from workbench.config.html import MAX_PER_DIMENSION, MAX_ROWS, more, text, title
+from workbench.config.html import share as percent
+from workbench.config.html import table as html_table
 from workbench.errors import ConfigError
 
 RESERVED_COLUMNS = ("agent_id", "persona", "model")
@@ -191,8 +194,6 @@ class PopulationSpec(StrictModel):
 
     def _repr_html_(self) -> str:
         """A small table for notebooks: dimensions, categories, shares, conditioning."""
-        from workbench.config.html import population_html
-
         return population_html(self)
 
     def dimension(self, name: str) -> DimensionSpec:
@@ -201,3 +202,49 @@ class PopulationSpec(StrictModel):
             if dim.name == name:
                 return dim
         raise ConfigError(f"unknown dimension {name!r}; known: {[d.name for d in self.dimensions]}")
+
+
+def share_rows(spec: PopulationSpec) -> tuple[list[tuple[str, str, str, str]], int]:
+    """(dimension, condition, category, share) rows within the budgets, and how many were cut."""
+    rows: list[tuple[str, str, str, str]] = []
+    cut = 0
+    for dim in spec.dimensions:
+        if dim.given is None:
+            entries = [("", c, s) for c, s in dim.shares.items()]  # type: ignore[misc]
+        else:
+            entries = [
+                (f"{dim.given}={parent}", c, s)
+                for parent, table_ in dim.shares.items()
+                for c, s in table_.items()  # type: ignore[union-attr]
+            ]
+        room = max(0, min(MAX_PER_DIMENSION, MAX_ROWS - len(rows)))
+        for i, (given, category, value) in enumerate(entries[:room]):
+            rows.append((dim.name if i == 0 else "", given, category, percent(value)))
+        cut += len(entries) - min(room, len(entries))
+    return rows, cut
+
+
+def population_html(spec: PopulationSpec) -> str:
+    """A population spec: name, sampling, its dimensions' categories and shares (with the
+    conditioning), the persona template; bounded by MAX_ROWS and MAX_PER_DIMENSION."""
+    dims = spec.dimensions
+    detail = f"{len(dims)} dimension{'s' if len(dims) != 1 else ''}, sampling {spec.sampling}"
+    rows, cut = share_rows(spec)
+    parts = [title("PopulationSpec", spec.name, detail)]
+    if spec.description:
+        parts.append(f"<div>{text(spec.description, 200)}</div>")
+    parts.append(html_table(("dimension", "given", "category", "share"), rows, more(cut, "shares")))
+    if spec.persona_template is not None:
+        parts.append(
+            f"<div>persona template: <code>{text(spec.persona_template, 200)}</code></div>"
+        )
+    return "<div>" + "".join(parts) + "</div>"
+
+
+def population_summary(spec: PopulationSpec | str) -> str:
+    """One line: the spec's name and dimensions with their category counts (or its path)."""
+    if isinstance(spec, str):
+        return f"file {spec}"
+    dims = ", ".join(f"{d.name} ({len(d.categories())})" for d in spec.dimensions[:8])
+    extra = f", +{len(spec.dimensions) - 8} more" if len(spec.dimensions) > 8 else ""
+    return f"{spec.name}: {dims}{extra}"

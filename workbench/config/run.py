@@ -12,9 +12,10 @@ from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 from workbench.config.backend import BackendSpec
 from workbench.config.base import SHARE_TOLERANCE, StrictModel, UnionTags, parse_number
 from workbench.config.game import GameSpec
+from workbench.config.html import fields, share, spec_summary, title
 from workbench.config.model import ModelSpec
 from workbench.config.policy import POLICY_KINDS, LLMPolicySpec, PolicySpec
-from workbench.config.population import PopulationSpec
+from workbench.config.population import PopulationSpec, population_summary
 from workbench.errors import ConfigError
 
 MAX_AGENTS = 100_000_000
@@ -170,8 +171,6 @@ class RunConfig(StrictModel):
 
     def _repr_html_(self) -> str:
         """A few lines for notebooks: name, N, population, game, policy, model, backend."""
-        from workbench.config.html import run_config_html
-
         return run_config_html(self)
 
     def as_written(self) -> dict[str, Any]:
@@ -220,3 +219,46 @@ class RunConfig(StrictModel):
             if not llm:
                 raise ValueError("models are for policy kind llm; remove them or use kind: llm")
         return self
+
+
+def model_summary(config: RunConfig) -> str:
+    """Which model answers: kind and name/path/endpoint count; "unused" for baseline policies."""
+    if config.policy.kind != "llm":
+        return f"unused (policy {config.policy.kind})"
+    if config.models:
+        return "mixed: " + ", ".join(f"{k} {share(v)}" for k, v in config.model_shares.items())
+    model = config.model
+    what = (
+        model.name
+        or model.path
+        or model.bundle
+        or ("shipped SmolLM2-135M" if model.kind == "embedded" else "")
+    )
+    where = f", {len(model.base_urls)} endpoint(s)" if model.base_urls else ""
+    return f"{model.kind}: {what}{where}, temperature {model.temperature:g}"
+
+
+def run_config_html(config: RunConfig) -> str:
+    """A run config in a few lines: name, seed, N, population, game, policy, model, backend."""
+    game = config.game
+    prompt = game.prompt
+    notes = [
+        n for n in ("rational_note", "strategy_note", "famous_game_note") if getattr(prompt, n)
+    ]
+    game_line = (
+        f"{game.offset:g} + {game.ratio:.4g} x mean, range [{game.low:g}, {game.high:g}], "
+        f"{game.rounds} round{'s' if game.rounds != 1 else ''}, prompt {prompt.style}"
+        + (f" + {', '.join(notes)}" if notes else "")
+    )
+    backend = config.backend.model_dump(mode="json", exclude_defaults=True)
+    policy = config.policy.model_dump(mode="json", exclude_defaults=True)
+    lines = [
+        ("agents", f"{config.n_agents:,} (seed {config.seed})"),
+        ("population", population_summary(config.population)),
+        ("game", game_line),
+        ("policy", " ".join(filter(None, (config.policy.kind, spec_summary(policy))))),
+        ("model", model_summary(config)),
+        ("backend", " ".join(filter(None, (config.backend.kind, spec_summary(backend))))),
+        ("output", config.output.dir),
+    ]
+    return "<div>" + title("RunConfig", config.name) + fields(lines) + "</div>"

@@ -1,14 +1,8 @@
 """Batch-first chat models: the interface, the embedded llama.cpp default, and a factory."""
 
 from workbench.config import ModelSpec, RunConfig
-from workbench.llm.base import (
-    ChatModel,
-    ChatRequest,
-    ChatResult,
-    OutputConstraint,
-    SamplingParams,
-    as_chat_model,
-)
+from workbench.llm.base import ChatRequest, ChatResult, OutputConstraint, SamplingParams
+from workbench.llm.chat_model import ChatModel, as_chat_model
 
 
 def make_model(spec: ModelSpec) -> ChatModel:
@@ -30,7 +24,7 @@ def make_model(spec: ModelSpec) -> ChatModel:
 
         model = ReplayModel(spec.bundle or "")
     else:
-        from workbench.llm.llamacpp import LlamaCppModel
+        from workbench.llm.embedded.llamacpp import LlamaCppModel
 
         model = LlamaCppModel(
             spec.path, n_ctx=spec.n_ctx, n_threads=spec.n_threads, sampling=spec.sampling

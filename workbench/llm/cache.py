@@ -20,14 +20,8 @@ import numpy as np
 
 from workbench.errors import ConfigError
 from workbench.llm.answer_trie import IntegerVocabulary, Node, NodeScorer
-from workbench.llm.base import (
-    ChatModel,
-    ChatRequest,
-    ChatResult,
-    SamplingParams,
-    as_chat_model,
-    report_answered,
-)
+from workbench.llm.base import ChatRequest, ChatResult, SamplingParams, report_answered
+from workbench.llm.chat_model import ChatModel, as_chat_model
 
 VOLATILE_IDENTITY = ("base_urls", "n_threads", "threads", "cache", "servers", "sampling")
 """Identity fields that do not change answers (where a model runs, how many threads, what a

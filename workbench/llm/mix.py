@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench.errors import ModelError
-from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams, as_chat_model
+from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
+from workbench.llm.chat_model import ChatModel, as_chat_model
 
 if TYPE_CHECKING:
     from workbench.llm.answer_trie import GroupAnswers, PromptGroup, TrieCounts

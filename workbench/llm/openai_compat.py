@@ -14,8 +14,7 @@ import concurrent.futures
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import httpx
 
@@ -23,17 +22,19 @@ from workbench.config import ModelSpec
 from workbench.errors import ConfigError, ModelError
 from workbench.llm.base import (
     Attempt,
-    ChatModel,
     ChatRequest,
     ChatResult,
     SamplingParams,
-    most_informative,
     report_answered,
 )
+from workbench.llm.chat_model import ChatModel
 from workbench.llm.key_policy import api_key_for
+from workbench.llm.served_nodes import ServedNodeScorer, resolve_sampling
 from workbench.llm.servers import (
     CONSTRAINT_MODES,
+    AnswerShapeError,
     ConstraintMode,
+    Exchanged,
     ServerInfo,
     constraint_body,
     identify,
@@ -41,10 +42,8 @@ from workbench.llm.servers import (
     root_of,
     served_by,
     server_error,
+    summarize_attempts,
 )
-
-if TYPE_CHECKING:
-    from workbench.llm.served_nodes import ServedNodeScorer
 
 StructuredOutput = Literal[
     "auto", "grammar", "structured_outputs", "guided_regex", "json_schema", "none"
@@ -63,21 +62,6 @@ class _AttemptFailed(Exception):
         super().__init__(message)
         self.status = status
         self.retry = retry
-
-
-class AnswerShapeError(Exception):
-    """A 200 answer whose JSON is not what was asked for (not retried)."""
-
-
-@dataclass
-class Exchanged(Generic[T]):
-    """What `OpenAICompatModel.exchange` got: the parsed answer (None: it failed, with
-    `error_kind`), every attempt, and when the first began."""
-
-    value: T | None
-    attempts: list[Attempt] = field(default_factory=list)
-    first: float | None = None
-    error_kind: Literal["model_error", "timeout"] | None = None
 
 
 class OpenAICompatModel(ChatModel):
@@ -205,8 +189,6 @@ class OpenAICompatModel(ChatModel):
         if mode != "workbench":
             return None
         if self._scorer is None:
-            from workbench.llm.served_nodes import ServedNodeScorer
-
             self._scorer = ServedNodeScorer(self)
         return self._scorer
 
@@ -223,7 +205,8 @@ class OpenAICompatModel(ChatModel):
                 pass
         return self
 
-    def _client(self) -> httpx.AsyncClient:
+    def client(self) -> httpx.AsyncClient:
+        """A client for this model's endpoints (its key, timeout and connection limits)."""
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         limits = httpx.Limits(max_connections=self.max_concurrency * len(self.base_urls))
         return httpx.AsyncClient(
@@ -236,7 +219,7 @@ class OpenAICompatModel(ChatModel):
     async def check(self) -> None:
         """Fail early and clearly, before anything is written: every endpoint answers, serves
         the model `name`, and honours the constraint mode (auto: finds one; see the class)."""
-        async with self._client() as client:
+        async with self.client() as client:
             await self._resolve(client)
 
     async def _resolve(self, client: httpx.AsyncClient) -> None:
@@ -251,8 +234,6 @@ class OpenAICompatModel(ChatModel):
             )
         self.servers, self.modes = servers, modes
         if self.sampling != "server":
-            from workbench.llm.served_nodes import resolve_sampling
-
             self._scorer, self.sampling_why = await resolve_sampling(self, client)
             self.sampling_mode = "workbench" if self._scorer is not None else "server"
         self._resolved = True
@@ -264,7 +245,7 @@ class OpenAICompatModel(ChatModel):
 
         In a process that never ran `check()` (a Ray actor's copy), the first batch resolves the
         constraint modes first; if that fails, the batch's results carry the reason."""
-        async with self._client() as client:
+        async with self.client() as client:
             if not self._resolved and self.structured_output in ("auto", "none"):
                 try:
                     await self._resolve(client)
@@ -423,19 +404,6 @@ class OpenAICompatModel(ChatModel):
         return ChatResult(
             text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
         )
-
-
-def summarize_attempts(attempts: Sequence[Attempt]) -> str:
-    """One error for a request's failed attempts: the most informative one (see
-    `most_informative`), and how the others went when there were several."""
-    errors = [a.error for a in attempts]
-    best = most_informative(errors) or "no attempt made"
-    if len(attempts) <= 1:
-        return best
-    last = errors[-1]
-    if best == last:
-        return f"{best} (after {len(attempts)} attempts)"
-    return f"{best} (attempt {errors.index(best) + 1} of {len(attempts)}; the last: {last})"
 
 
 def _failed(

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BundleError, ModelError
-from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams, split_extraction
+from workbench.llm.base import ChatRequest, ChatResult, SamplingParams, split_extraction
+from workbench.llm.chat_model import ChatModel
 
 if TYPE_CHECKING:
     import pyarrow as pa

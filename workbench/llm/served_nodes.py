@@ -25,7 +25,7 @@ import asyncio
 import functools
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 import numpy as np
@@ -33,10 +33,15 @@ import numpy as np
 from workbench.errors import ModelError
 from workbench.llm.answer_trie import IntegerVocabulary, Node, PromptGroup, draw_answers
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
-from workbench.llm.servers import constraint_body, probe_answer
-
-if TYPE_CHECKING:
-    from workbench.llm.openai_compat import OpenAICompatModel
+from workbench.llm.servers import (
+    AnswerShapeError,
+    ConstraintMode,
+    Exchanged,
+    ServerInfo,
+    constraint_body,
+    probe_answer,
+    summarize_attempts,
+)
 
 MAX_LOGPROB_IDS = 128
 """vLLM's `MAX_LOGPROB_TOKEN_IDS`: the most `logprob_token_ids` one request may name."""
@@ -62,13 +67,47 @@ PROBE_REQUEST = ChatRequest(
 PROBE_PARAMS = SamplingParams(temperature=0.0, top_p=1.0, max_tokens=8)
 
 
+class ServedModel(Protocol):
+    """What the scorer asks of its model (an `OpenAICompatModel`): its name and endpoints, what
+    serves each and in which constraint mode, who is to sample, a client, and its `exchange`
+    (retries and the limit on requests in flight)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def base_urls(self) -> list[str]: ...
+
+    @property
+    def servers(self) -> dict[str, ServerInfo]: ...
+
+    @property
+    def modes(self) -> dict[str, ConstraintMode | None]: ...
+
+    @property
+    def sampling(self) -> str: ...
+
+    def client(self) -> httpx.AsyncClient: ...
+
+    async def exchange(
+        self,
+        client: httpx.AsyncClient,
+        path: str,
+        body_for: Callable[[str], dict[str, Any]],
+        parse: Callable[[Any], T],
+        *,
+        root: bool = False,
+        base: str | None = None,
+    ) -> Exchanged[T]: ...
+
+
 class ServedNodeScorer:
     """Scores trie nodes on an `OpenAICompatModel`'s vLLM server(s), many groups at once (the
     model's limit on requests in flight bounds them); `base` pins one endpoint."""
 
     concurrent = True
 
-    def __init__(self, model: OpenAICompatModel, base: str | None = None) -> None:
+    def __init__(self, model: ServedModel, base: str | None = None) -> None:
         self.model = model
         self.base = base
         self.tokens: IntegerTokens | None = None
@@ -101,7 +140,7 @@ class ServedNodeScorer:
         lock = self._locks.setdefault(loop, asyncio.Lock())
         async with lock:  # every group asks at once: read the tokens once
             if self.tokens is None:
-                async with self.model._client() as client:
+                async with self.model.client() as client:
                     self.tokens = (await self._pieces(client), await self._end(client))
         pieces, ends = self.tokens
         return IntegerVocabulary(pieces, ends, low, high)
@@ -109,7 +148,7 @@ class ServedNodeScorer:
     async def prompt_tokens(self, requests: Sequence[ChatRequest]) -> list[tuple[int, ...]]:
         """Each request's chat as the server's template and tokenizer make it, ready for its
         answer (the prompt a chat completion of it would start from)."""
-        async with self.model._client() as client:
+        async with self.model.client() as client:
             found = await asyncio.gather(
                 *(
                     self._tokenize(
@@ -146,7 +185,7 @@ class ServedNodeScorer:
             for items in by_allowed.values()
             for i in range(0, len(items), MAX_PROMPTS)
         ]
-        async with self.model._client() as client:
+        async with self.model.client() as client:
             await asyncio.gather(*(self._answer(client, batch) for batch in batches))
 
     async def _answer(
@@ -277,15 +316,11 @@ class ServedNodeScorer:
             client, path, lambda _: body, parse, root=root, base=self.base
         )
         if done.value is None:
-            from workbench.llm.openai_compat import summarize_attempts
-
             raise ModelError(summarize_attempts(done.attempts))
         return done.value
 
 
 def _tokenized(data: Any) -> tuple[list[int], list[str]]:
-    from workbench.llm.openai_compat import AnswerShapeError
-
     try:
         tokens = [int(t) for t in data["tokens"]]
         strs = [str(s) for s in data.get("token_strs") or []]
@@ -297,8 +332,6 @@ def _tokenized(data: Any) -> tuple[list[int], list[str]]:
 def _node_answers(data: Any, wanted: list[int], n: int) -> list[tuple[dict[int, float], int]]:
     """Per prompt of a node request (in order): the log-probabilities of the `wanted` tokens,
     and the server's own (greedy) token."""
-    from workbench.llm.openai_compat import AnswerShapeError
-
     try:
         choices = sorted(data["choices"], key=lambda c: int(c["index"]))
         out = []
@@ -354,7 +387,7 @@ def _pieces_by_line(tokens: list[int], strs: list[str]) -> dict[int, str] | None
 
 
 async def resolve_sampling(
-    model: OpenAICompatModel, client: httpx.AsyncClient
+    model: ServedModel, client: httpx.AsyncClient
 ) -> tuple[ServedNodeScorer | None, str | None]:
     """(a scorer over every endpoint, None) when every endpoint passes the probe; otherwise
     (None, why) for `auto`, and a ModelError naming `model.sampling` for `workbench`."""
@@ -380,7 +413,7 @@ async def resolve_sampling(
 
 
 async def _refusal(
-    model: OpenAICompatModel, client: httpx.AsyncClient, base: str, tokens: IntegerTokens | None
+    model: ServedModel, client: httpx.AsyncClient, base: str, tokens: IntegerTokens | None
 ) -> tuple[str | None, IntegerTokens | None]:
     """Why `base` cannot score nodes (None: it can), and the integer tokens read there."""
     server = model.servers.get(base)

@@ -5,20 +5,22 @@ without an error: vLLM ignores llama.cpp's `grammar` field and the removed `guid
 llama.cpp's servers ignore vLLM's `structured_outputs`. So a mode is trusted only once a probe,
 a request constrained to one number its prompt never asks for, comes back as exactly that
 number. `identify` tells the server apart from what it publishes (the model list's `owned_by`,
-vLLM's `/version`, llama.cpp's `/props`, llama-cpp-python's OpenAPI title).
+vLLM's `/version`, llama.cpp's `/props`, llama-cpp-python's OpenAPI title). What one exchange
+with a server gives back (`Exchanged`, `AnswerShapeError`, `summarize_attempts`) is here too:
+the chat client (`openai_compat`) and the node scorer (`served_nodes`) both read it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
 
 import httpx
 
 from workbench.errors import ModelError
-from workbench.llm.base import OutputConstraint
+from workbench.llm.base import Attempt, OutputConstraint, most_informative
 from workbench.llm.grammar import integer_range_grammar, integer_range_regex
 
 ConstraintMode = Literal["grammar", "structured_outputs", "guided_regex", "json_schema"]
@@ -270,3 +272,34 @@ def server_error(response: httpx.Response) -> str:
         if message is not None:
             return str(message)[:ERROR_TEXT_LIMIT]
     return response.text[:ERROR_TEXT_LIMIT]
+
+
+T = TypeVar("T")
+
+
+class AnswerShapeError(Exception):
+    """A 200 answer whose JSON is not what was asked for (not retried)."""
+
+
+@dataclass
+class Exchanged(Generic[T]):
+    """What `OpenAICompatModel.exchange` got: the parsed answer (None: it failed, with
+    `error_kind`), every attempt, and when the first began."""
+
+    value: T | None
+    attempts: list[Attempt] = field(default_factory=list)
+    first: float | None = None
+    error_kind: Literal["model_error", "timeout"] | None = None
+
+
+def summarize_attempts(attempts: Sequence[Attempt]) -> str:
+    """One error for a request's failed attempts: the most informative one (see
+    `most_informative`), and how the others went when there were several."""
+    errors = [a.error for a in attempts]
+    best = most_informative(errors) or "no attempt made"
+    if len(attempts) <= 1:
+        return best
+    last = errors[-1]
+    if best == last:
+        return f"{best} (after {len(attempts)} attempts)"
+    return f"{best} (attempt {errors.index(best) + 1} of {len(attempts)}; the last: {last})"

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.errors import ModelError
-from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams
+from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
+from workbench.llm.chat_model import ChatModel
 from workbench.llm.grammar import integer_range_regex
 
 MISSING = (

@@ -22,16 +22,7 @@ from workbench.population.shares import (
 # Quota codes are shuffled in blocks of this many agents (fits in a CPU cache).
 _BLOCK = 1 << 16
 
-__all__ = [
-    "counts_table",
-    "dimension_share_matrix",
-    "marginal_shares",
-    "quota_assignment",
-    "quota_counts",
-    "sample_population",
-]
-# dimension_share_matrix, marginal_shares and quota_counts live in `shares.py`; re-exported here
-# so `workbench.population.sample.quota_counts` keeps working.
+__all__ = ["counts_table", "quota_assignment", "sample_population"]
 
 
 def sample_population(

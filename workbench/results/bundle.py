@@ -4,10 +4,6 @@ A finished bundle is read through its manifest: only the files it lists, so a fi
 afterwards is never mistaken for data. While the run is live (no file list yet) the reader
 takes what is there. A symbolic link inside a bundle is refused, never followed. Every
 Parquet file is readable with pandas, pyarrow, polars or duckdb alone.
-
-This module is also the old import path of the format's names (`layout`) and `redact`, which
-are re-exported here; the writer's names live in `workbench.results.writer` (the writer reads
-bundles, so the reader does not import it back).
 """
 
 from __future__ import annotations
@@ -20,23 +16,17 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from workbench._files import sha256_file as _sha256  # noqa: F401  (old private name)
 from workbench.config import RunConfig, validate
-from workbench.errors import BundleError, ConfigError
-from workbench.results.layout import (  # noqa: F401  (re-exported: the old import path)
-    CONFIG_FILE,
+from workbench.errors import BundleError, ConfigError, WorkbenchError
+from workbench.results.html import bundle_html, damaged_html
+from workbench.results.layout import (
     EVENTS_FILE,
     FIGURES_DIR,
-    FINAL_STATUSES,
     GROUPS_FILE,
-    LOCK_FILE,
     MANIFEST,
     PERSONAS_FILE,
-    REQUIRED_RESPONSE_COLUMNS,
     RESPONSE_SCHEMA,
     RESPONSES_DIR,
-    ROUND_COLUMNS,
-    ROUND_SCHEMA,
     ROUNDS_FILE,
     SCHEMA_VERSION,
     STATUSES,
@@ -46,12 +36,9 @@ from workbench.results.layout import (  # noqa: F401  (re-exported: the old impo
     parse_part_path,
     read_parquet,
     relative,
-    response_table,
-    rounds_table,
     walk,
     with_later_stats,
 )
-from workbench.results.redact import REDACTED, redact  # noqa: F401  (re-exported)
 
 LIST_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -344,9 +331,19 @@ class Bundle:
 
     def _repr_html_(self) -> str:
         """A small view for notebooks from the manifest alone (never the responses)."""
-        from workbench.results.html import bundle_html
-
-        return bundle_html(self)
+        try:
+            return bundle_html(
+                path=self.path,
+                run_id=self.run_id,
+                status=self.status,
+                error=self.error,
+                created_at=self.created_at,
+                model=self.model,
+                rounds=self.rounds_done,
+                config=self.manifest.get("config"),
+            )
+        except WorkbenchError as exc:
+            return damaged_html(self.path, exc)
 
     def __repr__(self) -> str:
         return f"Bundle({str(self.path)!r}, status={self.manifest.get('status')!r})"

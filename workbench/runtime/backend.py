@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from workbench.agents.shard import AgentShard, RoundContext
     from workbench.config import RunConfig
-    from workbench.llm.base import ChatModel
+    from workbench.llm.chat_model import ChatModel
     from workbench.runtime.progress import Emit
 
 

@@ -21,8 +21,8 @@ from workbench.config import PopulationSpec
 from workbench.llm import sampling_params
 from workbench.llm.answer_trie import STEP_STREAM
 from workbench.llm.base import split_extraction
-from workbench.llm.llamacpp import LlamaCppModel
-from workbench.llm.llamacpp_nodes import reference_answer
+from workbench.llm.embedded.llamacpp import LlamaCppModel
+from workbench.llm.embedded.llamacpp_nodes import reference_answer
 from workbench.population import population_note
 from workbench.results.bundle import Bundle
 

@@ -15,7 +15,8 @@ from workbench.agents.policies import Policy
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import RunConfig
 from workbench.errors import ContractError
-from workbench.llm.base import BatchProgress, ChatModel, track_progress
+from workbench.llm.base import BatchProgress, track_progress
+from workbench.llm.chat_model import ChatModel
 from workbench.runtime.events import ShardProgress, rss_bytes, shard_done
 from workbench.runtime.progress import PROGRESS_EVERY_S, Emit, progress_reports
 

@@ -182,9 +182,12 @@ def dashboard_access(
             f"got {len(token)}; leave it out for a random one"
         )
     return Access.for_server(
-        "token", token=token or new_token(), address=address, port=port,
+        "token",
+        token=token or new_token(),
+        address=address,
+        port=port,
         allowed_hosts=allowed_hosts,
-    )  # fmt: skip
+    )
 
 
 def query_token(request: HTTPServerRequest) -> str | None:

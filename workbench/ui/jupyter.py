@@ -7,7 +7,7 @@ shows the finished bundle: its small HTML view, and a `viz.plots` histogram when
 is loaded with a plotting extension (`hv.extension("bokeh")`). A bad config shows its error
 line and starts nothing; interrupting the kernel cancels the run (its bundle is marked
 cancelled and can be resumed). The specs and bundles' `_repr_html_` live in their own layers
-(`workbench.config.html`, `workbench.results.html`); this module only wires them into IPython.
+(`workbench.config`, `workbench.results.html`); this module only wires them into IPython.
 """
 
 from __future__ import annotations

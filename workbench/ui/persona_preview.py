@@ -22,7 +22,8 @@ from workbench.agents.persona_writer import persona_model_spec as writer_model_s
 from workbench.config import MAX_AGENTS, ModelSpec, PopulationSpec
 from workbench.errors import ConfigError, WorkbenchError, one_line
 from workbench.llm import make_model, sampling_params
-from workbench.llm.base import ChatModel, ChatRequest, ChatResult, SamplingParams
+from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
+from workbench.llm.chat_model import ChatModel
 from workbench.population import counts_table, sample_population
 from workbench.ui.notices import notice
 from workbench.ui.safe_text import TextTable, html_text, md

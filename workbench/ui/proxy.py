@@ -41,9 +41,17 @@ def dashboard_command() -> list[str]:
     server's, which the Jupyter server has checked), never a wildcard."""
     unset = [arg for name in JUPYTER_TOKENS for arg in ("-u", name)]
     return [
-        "env", *unset, sys.executable, "-m", "workbench.cli", "dashboard",
-        "--unix-socket", "{unix_socket}", "--prefix", "{base_url}" + NAME,
-    ]  # fmt: skip
+        "env",
+        *unset,
+        sys.executable,
+        "-m",
+        "workbench.cli",
+        "dashboard",
+        "--unix-socket",
+        "{unix_socket}",
+        "--prefix",
+        "{base_url}" + NAME,
+    ]
 
 
 def setup_workbench() -> dict[str, Any]:

@@ -44,8 +44,14 @@ def agents(bundle: BundleLike, x: str, y: str, round: int | None = None) -> hv.E
     if len(frame) > RASTERIZE_ABOVE:
         from holoviews.operation.datashader import rasterize
 
-        view = opts(rasterize(points), cmap="viridis", cnorm="eq_hist", colorbar=True,
-                    tools=["hover"], clabel="agents")  # fmt: skip
+        view = opts(
+            rasterize(points),
+            cmap="viridis",
+            cnorm="eq_hist",
+            colorbar=True,
+            tools=["hover"],
+            clabel="agents",
+        )
         title += " (rasterized)"
     else:
         view = opts(points, size=3, alpha=0.4, color="#4c72b0", tools=["hover"])

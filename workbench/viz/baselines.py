@@ -148,8 +148,14 @@ FINDING_COLUMNS = ("topic", "setting", "statistic", "value", "value_text", "note
 
 
 PEER_COLUMNS = (
-    "system", "agents", "configuration", "round_seconds", "peak_memory_mib", "note", "source",
-)  # fmt: skip
+    "system",
+    "agents",
+    "configuration",
+    "round_seconds",
+    "peak_memory_mib",
+    "note",
+    "source",
+)
 """Columns of `peer_benchmarks`: round_seconds nan where the run never reached a round."""
 
 

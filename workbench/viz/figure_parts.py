@@ -227,9 +227,17 @@ def reference_points(
         seen.add(item.label)
         style = styles[item.label]
         ax.errorbar(
-            [item.mean], [y], xerr=xerr, fmt=style["marker"], color=style["color"],
-            markersize=6, capsize=3, linewidth=1.2, label=label, zorder=6,
-        )  # fmt: skip
+            [item.mean],
+            [y],
+            xerr=xerr,
+            fmt=style["marker"],
+            color=style["color"],
+            markersize=6,
+            capsize=3,
+            linewidth=1.2,
+            label=label,
+            zorder=6,
+        )
     if len(names) > len(rows):
         ax.axhline(len(rows) - 0.5, color="0.6", linewidth=0.8, zorder=1)
     return names
@@ -251,10 +259,13 @@ def reference_lines(
         if category is None or item.category == category or item.category in others:
             label = f"{item.label}: {item.category} {fmt(item.mean)}"
             ax.axvline(
-                item.mean, color=REFERENCE_COLORS[i % len(REFERENCE_COLORS)],
-                linestyle=(0, (1, 1)), linewidth=1.8, zorder=3,
+                item.mean,
+                color=REFERENCE_COLORS[i % len(REFERENCE_COLORS)],
+                linestyle=(0, (1, 1)),
+                linewidth=1.8,
+                zorder=3,
                 label=label if labelled else "_nolegend_",
-            )  # fmt: skip
+            )
 
 
 # --------------------------------------------------------------------------- categories
@@ -280,9 +291,17 @@ def rows_axis(ax: Axes, labels: list[str]) -> None:
 
 def no_answers(ax: Axes, y: float) -> None:
     """A row's note that its category has no valid answer."""
-    ax.text(0.02, y, "no valid answers", transform=ax.get_yaxis_transform(), va="center",
-            color="0.4", fontstyle="italic", zorder=6,
-            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})  # fmt: skip
+    ax.text(
+        0.02,
+        y,
+        "no valid answers",
+        transform=ax.get_yaxis_transform(),
+        va="center",
+        color="0.4",
+        fontstyle="italic",
+        zorder=6,
+        bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5},
+    )
 
 
 def game_xlim(ax: Axes, bundle: Bundle) -> None:
@@ -338,21 +357,35 @@ def boxes(ax: Axes, summary: pd.DataFrame, *, means: bool) -> None:
             no_answers(ax, i)
             continue
         positions.append(i)
-        stats.append({
-            "med": row.median, "q1": row.q1, "q3": row.q3, "whislo": row.min,
-            "whishi": row.max, "mean": row.mean, "fliers": [],
-        })  # fmt: skip
+        stats.append(
+            {
+                "med": row.median,
+                "q1": row.q1,
+                "q3": row.q3,
+                "whislo": row.min,
+                "whishi": row.max,
+                "mean": row.mean,
+                "fliers": [],
+            }
+        )
     if not stats:
         return
     edge = DATA_COLOR if means else "0.5"
     parts = ax.bxp(
-        stats, positions=positions, orientation="horizontal", widths=0.5, showmeans=means,
-        showfliers=False, patch_artist=True, manage_ticks=False,
+        stats,
+        positions=positions,
+        orientation="horizontal",
+        widths=0.5,
+        showmeans=means,
+        showfliers=False,
+        patch_artist=True,
+        manage_ticks=False,
         boxprops={"facecolor": "#a6cee3" if means else "#dbe9f6", "edgecolor": edge},
-        whiskerprops={"color": edge}, capprops={"color": edge},
+        whiskerprops={"color": edge},
+        capprops={"color": edge},
         medianprops={"color": edge, "linewidth": 2},
         meanprops={"marker": "o", "markerfacecolor": "white", "markeredgecolor": DATA_COLOR},
-    )  # fmt: skip
+    )
     parts["boxes"][0].set_label("quartiles and median (box)")
     parts["whiskers"][0].set_label("min to max (whiskers)")
     if means:
@@ -365,9 +398,17 @@ def intervals(ax: Axes, summary: pd.DataFrame, size: float, offset: float = 0.0)
     mean = summary["mean"].to_numpy(dtype=float)
     err = np.stack([mean - summary["ci_low"], summary["ci_high"] - mean])
     ax.errorbar(
-        mean, np.arange(len(mean)) + offset, xerr=err, fmt="o", color=DATA_COLOR, capsize=4,
-        markersize=size, linewidth=1.6, label="mean with 95% interval", zorder=5,
-    )  # fmt: skip
+        mean,
+        np.arange(len(mean)) + offset,
+        xerr=err,
+        fmt="o",
+        color=DATA_COLOR,
+        capsize=4,
+        markersize=size,
+        linewidth=1.6,
+        label="mean with 95% interval",
+        zorder=5,
+    )
 
 
 def palette(n: int) -> list[Any]:

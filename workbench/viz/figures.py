@@ -58,9 +58,14 @@ def histogram(bundle: BundleLike, round: int | None = None) -> Figure:
     fig = fp.new_figure(3.8)
     ax = fig.add_subplot()
     ax.bar(
-        counts["guess"], counts["count"], width=1.0, align="edge", color=DATA_COLOR,
-        linewidth=0.3, label=f"guesses ({marks.n_valid} valid of {marks.n})",
-    )  # fmt: skip
+        counts["guess"],
+        counts["count"],
+        width=1.0,
+        align="edge",
+        color=DATA_COLOR,
+        linewidth=0.3,
+        label=f"guesses ({marks.n_valid} valid of {marks.n})",
+    )
     fp.mark_lines(ax, marks)
     fp.game_xlim(ax, opened)
     ax.set_xlabel("guess (whole-number bins: bar g holds guesses in [g, g + 1))")
@@ -117,16 +122,27 @@ def _bars(bundle: Bundle, by: str, marks: GameMarks, ref: pd.DataFrame | None) -
     others = set() if ref is None else set(ref["category"]) - {str(c) for c in categories}
     for i, (ax, category) in enumerate(zip(axes, categories, strict=True)):
         rows = groups[category]
-        ax.bar(rows["guess"], rows["share"], width=1.0, align="edge", color=DATA_COLOR,
-               linewidth=0.3)  # fmt: skip
+        ax.bar(
+            rows["guess"], rows["share"], width=1.0, align="edge", color=DATA_COLOR, linewidth=0.3
+        )
         fp.mark_lines(ax, marks, labelled=i == 0)
         fp.reference_lines(ax, ref, str(category), others)
-        ax.set_title(f"{category} (n={rows['count'].sum()})", fontsize="medium",
-                     fontweight="normal", pad=3)  # fmt: skip
+        ax.set_title(
+            f"{category} (n={rows['count'].sum()})", fontsize="medium", fontweight="normal", pad=3
+        )
         if rows.empty:
-            ax.text(0.5, 0.5, "no valid answers", transform=ax.transAxes, ha="center",
-                    va="center", color="0.4", fontstyle="italic", zorder=6,
-                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})  # fmt: skip
+            ax.text(
+                0.5,
+                0.5,
+                "no valid answers",
+                transform=ax.transAxes,
+                ha="center",
+                va="center",
+                color="0.4",
+                fontstyle="italic",
+                zorder=6,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5},
+            )
     fp.game_xlim(axes[-1], bundle)
     axes[-1].set_xlabel("guess (whole-number bins)")
     fig.supylabel("share of the category's valid answers", fontsize="medium")
@@ -151,9 +167,13 @@ def _heatmap(bundle: Bundle, by: str, marks: GameMarks, ref: pd.DataFrame | None
     ax = fig.add_subplot()
     cmap = sns.blend_palette(HEATMAP_COLORS, as_cmap=True).with_extremes(bad="white")
     mesh = ax.pcolormesh(
-        np.arange(low, high + 2), np.arange(len(categories) + 1) - 0.5,
-        np.ma.masked_equal(shares, 0.0), cmap=cmap, vmin=0, shading="flat",
-    )  # fmt: skip
+        np.arange(low, high + 2),
+        np.arange(len(categories) + 1) - 0.5,
+        np.ma.masked_equal(shares, 0.0),
+        cmap=cmap,
+        vmin=0,
+        shading="flat",
+    )
     fig.colorbar(mesh, ax=ax, label="share of the category's valid answers", pad=0.01)
     fp.mark_lines(ax, marks)
     fp.reference_lines(ax, ref, None, set())
@@ -248,8 +268,9 @@ def trajectories(
         for ax, (column, name, _) in zip(axes, _TRAJECTORY_STATS, strict=True):
             for color, category in zip(palette, categories, strict=True):
                 rows = table[table["category"] == category]
-                ax.plot(rows["round"], rows[column], marker="o", color=color,
-                        label=fp.label(category))  # fmt: skip
+                ax.plot(
+                    rows["round"], rows[column], marker="o", color=color, label=fp.label(category)
+                )
             ax.set_title(name, fontsize="medium")
         fig.supylabel("guess", fontsize="medium")
     for ax in axes:
@@ -259,8 +280,14 @@ def trajectories(
     if ref is not None:
         styles = fp.reference_styles(ref)
         for label, rows in ref.groupby("label", sort=False):
-            axes[0].plot(rows["round"], rows["mean"], linestyle="none", markersize=7,
-                         label=f"{label} (mean)", **styles[str(label)])  # fmt: skip
+            axes[0].plot(
+                rows["round"],
+                rows["mean"],
+                linestyle="none",
+                markersize=7,
+                label=f"{label} (mean)",
+                **styles[str(label)],
+            )
     for ax in axes[-2:] if by is not None else axes:
         ax.set_xlabel("round")
     fp.title(fig, "Guesses per round" + ("" if by is None else f" by {by}"), opened)
@@ -305,9 +332,11 @@ def compare(
     fp.boxes(ax, both, means=False)
     fp.intervals(ax, both, size=6, offset=0.3)  # below the box, its line apart from whiskers
     picked = pd.concat(
-        [table[(table["label"] == name) & (table["round"] == r)]
-         for name, r in zip(labels, chosen, strict=True)]
-    )  # fmt: skip
+        [
+            table[(table["label"] == name) & (table["round"] == r)]
+            for name, r in zip(labels, chosen, strict=True)
+        ]
+    )
     y = np.arange(len(labels))
     ax.plot(
         picked["target"],
@@ -320,9 +349,17 @@ def compare(
         label="target",
         zorder=6,
     )
-    ax.plot(picked["winning_guess"], y, linestyle="none", marker="x", markersize=8,
-            markeredgewidth=2, color=MARKS["winning"]["color"], label="winning number",
-            zorder=6)  # fmt: skip
+    ax.plot(
+        picked["winning_guess"],
+        y,
+        linestyle="none",
+        marker="x",
+        markersize=8,
+        markeredgewidth=2,
+        color=MARKS["winning"]["color"],
+        label="winning number",
+        zorder=6,
+    )
     equilibria = {float(equilibrium(b.config.game)) for b in opened.values()}
     if len(equilibria) == 1 and np.isfinite(eq := equilibria.pop()):
         ax.axvline(eq, label=f"equilibrium {fp.fmt(eq)}", **MARKS["equilibrium"])
@@ -336,8 +373,13 @@ def compare(
         palette = fp.palette(len(labels))
         for color, name in zip(palette, labels, strict=True):
             rows_of = table[table["label"] == name]
-            trend.plot(rows_of["round"], rows_of["mean"], marker="o", color=color,
-                       label=textwrap.shorten(name, LABEL_WIDTH))  # fmt: skip
+            trend.plot(
+                rows_of["round"],
+                rows_of["mean"],
+                marker="o",
+                color=color,
+                label=textwrap.shorten(name, LABEL_WIDTH),
+            )
         trend.set_xticks(sorted(table["round"].unique()))
         trend.set_xlabel("round")
         trend.set_ylabel("mean guess")
@@ -371,8 +413,9 @@ def tokens(bundles: Bundles) -> Figure:
             played = [(i, rows[column].iloc[0]) for i, rows in played if len(rows)]
             y = np.array([i for i, _ in played]) - 0.4 + bar * (j + 0.5)
             values = np.array([v for _, v in played], dtype=float)
-            bars = ax.barh(y, np.nan_to_num(values), height=bar, color=color,
-                           label=f"round {number}")  # fmt: skip
+            bars = ax.barh(
+                y, np.nan_to_num(values), height=bar, color=color, label=f"round {number}"
+            )
             if annotate:
                 texts = [fp.fmt(v) if np.isfinite(v) else "no counts" for v in values]
                 ax.bar_label(bars, labels=texts, padding=2, fontsize="small")
@@ -409,22 +452,43 @@ def scale(
     ax = fig.add_subplot()
     palette = sns.color_palette("colorblind", len(seconds.columns) + 4)
     for color, configuration in zip(palette, seconds.columns, strict=False):
-        ax.plot(seconds.index, seconds[configuration], marker="o", linewidth=2, color=color,
-                label=f"this run: {configuration}")  # fmt: skip
+        ax.plot(
+            seconds.index,
+            seconds[configuration],
+            marker="o",
+            linewidth=2,
+            color=color,
+            label=f"this run: {configuration}",
+        )
     if reference is not None:
         markers = iter("sD^vP" * 4)
         systems = reference.dropna(subset=["round_seconds"]).groupby("system", sort=False)
         for color, (system, rows) in zip(palette[len(seconds.columns) :], systems, strict=False):
             fastest = rows.groupby("agents")["round_seconds"].min()
-            ax.plot(fastest.index, fastest.values, linestyle=":", marker=next(markers),
-                    markerfacecolor="none", color=color, label=f"2 cores: {system}")  # fmt: skip
-            ax.plot(rows["agents"], rows["round_seconds"], linestyle="none", marker="_",
-                    color=color)  # fmt: skip
+            ax.plot(
+                fastest.index,
+                fastest.values,
+                linestyle=":",
+                marker=next(markers),
+                markerfacecolor="none",
+                color=color,
+                label=f"2 cores: {system}",
+            )
+            ax.plot(
+                rows["agents"], rows["round_seconds"], linestyle="none", marker="_", color=color
+            )
     if paper_seconds is not None:
         ax.axhline(paper_seconds, color="0.15", linestyle="--", linewidth=1)
         label = f"paper: 1M agents, {paper_seconds:g} s, 4 nodes x 64 cores"
-        ax.plot([1_000_000], [paper_seconds], linestyle="none", marker="*", markersize=14,
-                color="0.15", label=label)  # fmt: skip
+        ax.plot(
+            [1_000_000],
+            [paper_seconds],
+            linestyle="none",
+            marker="*",
+            markersize=14,
+            color="0.15",
+            label=label,
+        )
     if latency is not None:
         ax.axhline(latency, color="0.6", linewidth=1, label=f"each agent's wait, {latency:g} s")
     ax.set_xscale("log")

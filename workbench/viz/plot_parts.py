@@ -27,9 +27,17 @@ WIDTH, HEIGHT = 720, 360
 """Size of one plot in pixels; small multiples use a third of the width each."""
 
 PALETTE: tuple[str, ...] = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
-)  # fmt: skip
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 """Category10, the colours of categories and bundles in order."""
 
 MARKERS: dict[str, tuple[str, str]] = {
@@ -48,9 +56,16 @@ _MPL_NAMES = {"line_width": "linewidth", "line_dash": "linestyle", "line_color":
 _MPL_DROP = frozenset({"tools", "width", "height", "line_alpha", "hover_tooltips"})
 _MPL_VALUES = {
     "linestyle": {"solid": "-", "dashed": "--", "dotted": ":", "dashdot": "-."},
-    "marker": {"diamond": "D", "triangle": "^", "square": "s", "inverted_triangle": "v",
-               "star": "*", "circle": "o", "dash": "_"},
-}  # fmt: skip
+    "marker": {
+        "diamond": "D",
+        "triangle": "^",
+        "square": "s",
+        "inverted_triangle": "v",
+        "star": "*",
+        "circle": "o",
+        "dash": "_",
+    },
+}
 
 
 def opts(element: Any, **options: Any) -> Any:

@@ -16,24 +16,36 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from workbench.llm.answer_trie import IntegerVocabulary, Node
 from workbench.llm.base import ChatRequest, SamplingParams
-from workbench.llm.llamacpp import _chat_tokens, _decode, _Engine, _last_logits
-from workbench.llm.node_slots import ROWS, Key, NodeSlots, self_check
-from workbench.llm.prefix_pieces import common_prefix
+from workbench.llm.embedded.cpu_share import CpuShare
+from workbench.llm.embedded.engine import Engine, EngineCounters, chat_tokens, decode, last_logits
+from workbench.llm.embedded.node_slots import ROWS, Key, NodeSlots, self_check
+from workbench.llm.embedded.prefix_pieces import common_prefix
 from workbench.llm.sampler import draw
-
-if TYPE_CHECKING:
-    from workbench.llm.llamacpp import LlamaCppModel
 
 SELF_CHECK_PROMPT = b"<|im_start|>user\nPick a whole number from 0 to 100.\nYour number:"
 """The prompt the node slots are checked on (`node_slots.self_check`)."""
 MEMO_NODES = 200_000
 """Node logits kept in memory (a few allowed logits each), most recently used first."""
+
+
+class EngineModel(Protocol):
+    """What the scorer asks of its model (a `LlamaCppModel`): its engine, how it evaluates a
+    prompt there, its context size, thread count and counters."""
+
+    n_ctx: int
+    cpu: CpuShare
+    counters: EngineCounters
+
+    @property
+    def engine(self) -> Engine: ...
+
+    def evaluate(self, engine: Engine, tokens: list[int]) -> None: ...
 
 
 class EmbeddedNodeScorer:
@@ -42,7 +54,7 @@ class EmbeddedNodeScorer:
     concurrent = False
     window = 64  # groups walked in step: their answer rows share decodes (`node_slots`)
 
-    def __init__(self, model: LlamaCppModel) -> None:
+    def __init__(self, model: EngineModel) -> None:
         self.model = model
         self._memo: OrderedDict[Key, np.ndarray] = OrderedDict()
         self._memo_lock = threading.Lock()
@@ -64,7 +76,7 @@ class EmbeddedNodeScorer:
     def _vocabulary(self, low: int, high: int) -> IntegerVocabulary:
         import llama_cpp
 
-        engine = self.model._engine
+        engine = self.model.engine
         llm = engine.llm
         pieces, ends = [], []
         for token in engine.integer_tokens().tolist():
@@ -79,10 +91,10 @@ class EmbeddedNodeScorer:
         return await asyncio.to_thread(self._prompt_tokens, list(requests))
 
     def _prompt_tokens(self, requests: list[ChatRequest]) -> list[tuple[int, ...]]:
-        engine = self.model._engine
+        engine = self.model.engine
         out = []
         for request in requests:
-            tokens, _ = _chat_tokens(engine.llm, engine.formatter, request)
+            tokens, _ = chat_tokens(engine.llm, engine.formatter, request)
             if len(tokens) >= self.model.n_ctx:
                 raise ValueError(
                     f"Requested tokens ({len(tokens)}) exceed context window of {self.model.n_ctx}"
@@ -93,7 +105,7 @@ class EmbeddedNodeScorer:
     def accepting(self) -> bool:
         """Whether new walks may start now (no: the node slots are nearly full, and clear
         once the walks in flight are done)."""
-        slots = self.model._engine.slots
+        slots = self.model.engine.slots
         return not (slots and slots.filling)
 
     async def score(self, nodes: Sequence[Node]) -> list[np.ndarray]:
@@ -106,7 +118,7 @@ class EmbeddedNodeScorer:
         keys = [(node.prompt, node.prefix) for node in nodes]
         kept = {key: self._remembered(key) for key in dict.fromkeys(keys)}
         if any(v is None for v in kept.values()):
-            engine = self.model._engine
+            engine = self.model.engine
             with engine.lock:
                 missing = [k for k, v in kept.items() if v is None]
                 kept.update({k: self._remembered(k) for k in missing})
@@ -143,9 +155,9 @@ class EmbeddedNodeScorer:
             return known
 
     def _candidates(self) -> np.ndarray:
-        return self.model._engine.integer_tokens()
+        return self.model.engine.integer_tokens()
 
-    def _evaluate(self, engine: _Engine, keys: list[Key]) -> list[np.ndarray]:
+    def _evaluate(self, engine: Engine, keys: list[Key]) -> list[np.ndarray]:
         """The full logits of `keys`: in the engine's node slots, rows batched where its
         self-check showed them exact, else each alone on the engine's own context."""
         slots = self._slots(engine)
@@ -166,7 +178,7 @@ class EmbeddedNodeScorer:
             counters.decoded_tokens += slots.rows_decoded - before[1]
             counters.row_calls += slots.row_calls - before[2]
 
-    def _slots(self, engine: _Engine) -> NodeSlots | None:
+    def _slots(self, engine: Engine) -> NodeSlots | None:
         """The engine's node slots, made and self-checked on first use (None: they did not
         give the plain path's numbers here, so every node is evaluated alone)."""
         if engine.slots is None:
@@ -183,7 +195,7 @@ class EmbeddedNodeScorer:
             engine.forget()
         return engine.slots or None
 
-    def _alone(self, engine: _Engine, key: Key) -> np.ndarray:
+    def _alone(self, engine: Engine, key: Key) -> np.ndarray:
         """One node's full logits on the engine's own context: the prompt in canonical pieces,
         then each answer token decoded alone (the plain path)."""
         import llama_cpp
@@ -194,16 +206,16 @@ class EmbeddedNodeScorer:
         prompt, prefix = list(key[0]), key[1]
         try:
             if engine.cached != prompt or engine.logits is None:
-                model._evaluate(engine, prompt)
+                model.evaluate(engine, prompt)
             shared = common_prefix(engine.answer, prefix)
             if shared == len(prefix):
                 return engine.answer_logits[shared - 1] if shared else engine.logits
             del engine.answer[shared:], engine.answer_logits[shared:]
             llm.n_tokens = len(prompt) + shared
             for token in prefix[shared:]:
-                _decode(llm, [token], logits=True)
+                decode(llm, [token], logits=True)
                 engine.answer.append(token)
-                engine.answer_logits.append(_last_logits(llm).copy())
+                engine.answer_logits.append(last_logits(llm).copy())
                 model.counters.decoded_tokens += 1
                 model.counters.row_calls += 1
         except (ValueError, RuntimeError):
@@ -213,7 +225,7 @@ class EmbeddedNodeScorer:
 
 
 def reference_answer(
-    model: LlamaCppModel,
+    model: EngineModel,
     request: ChatRequest,
     params: SamplingParams,
     uniform: Callable[[int], float],
@@ -228,7 +240,7 @@ def reference_answer(
     constraint = request.constraint
     if constraint is None or constraint.integer_range is None:
         raise ValueError("a reference answer is drawn for an integer-constrained request")
-    engine = model._engine
+    engine = model.engine
     llm = engine.llm
     vocab = EmbeddedNodeScorer(model)._vocabulary(*constraint.integer_range)
     with engine.lock:
@@ -236,8 +248,8 @@ def reference_answer(
         llama_cpp.llama_set_n_threads(llm.ctx, threads, threads)
         engine.forget()
         try:
-            tokens, _ = _chat_tokens(llm, engine.formatter, request)
-            model._evaluate(engine, tokens)
+            tokens, _ = chat_tokens(llm, engine.formatter, request)
+            model.evaluate(engine, tokens)
             logits = engine.logits
             text = ""
             for depth in range(params.max_tokens):
@@ -250,7 +262,7 @@ def reference_answer(
                     break
                 text += vocab.piece(token)
                 llm.eval([token])
-                logits = _last_logits(llm).copy()
+                logits = last_logits(llm).copy()
         finally:
             engine.forget()
     return text

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.llm.prefix_pieces import chunks, prompt_pieces, reusable_prefix
+from workbench.llm.embedded.prefix_pieces import chunks, prompt_pieces, reusable_prefix
 
 ROWS = 32
 """Most answer rows per decode (bitwise equal to alone measured up to 48 here)."""

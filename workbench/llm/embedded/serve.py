@@ -16,7 +16,7 @@ import hmac
 from pathlib import Path
 from typing import Any
 
-from workbench.llm.llamacpp import machine_threads, shipped_model_path
+from workbench.llm.embedded.engine import machine_threads, shipped_model_path
 
 DEFAULT_NAME = "smollm2-135m"
 
@@ -86,5 +86,6 @@ def serve_model(
         ],
     )
     served = without_cors(app)
-    uvicorn.run(BearerKey(served, api_key) if api_key else served, host=host, port=port,
-                log_level="warning")  # fmt: skip
+    uvicorn.run(
+        BearerKey(served, api_key) if api_key else served, host=host, port=port, log_level="warning"
+    )
