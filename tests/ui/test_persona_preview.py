@@ -94,7 +94,8 @@ def test_a_failing_model_shows_its_error(education_spec) -> None:
     asyncio.run(preview.write_backgrounds())
     assert preview.writer_failed
     assert preview.writer_message == "model: use 'embedded' or an http(s):// URL, got 'gpt-4'"
-    with pytest.raises(ValueError, match="model name: name the model the server at http://127.0.0.1:1/v1 serves"):
+    said = "model name: name the model the server at http://127.0.0.1:1/v1 serves"
+    with pytest.raises(ValueError, match=said):
         persona_model_spec("http://127.0.0.1:1/v1")
 
 
