@@ -168,7 +168,7 @@ def test_downloads_are_the_bundles_tables(results, name) -> None:
 
 def test_the_download_buttons_send_the_tables_bytes(results) -> None:
     bundle = _bundles(results)["beta"]
-    explorer = ResultsExplorer(results_dir=str(results), table="responses")
+    explorer = ResultsExplorer(results_dir=str(results), table="responses", view="Tables")
     page = explorer.__panel__()
     downloads = {d.label: d for d in page.select(pn.widgets.FileDownload)}
     assert set(downloads) == {"CSV", "PARQUET"}
@@ -185,7 +185,9 @@ def test_the_download_buttons_send_the_tables_bytes(results) -> None:
 
 
 def test_the_table_is_paged_remotely(results) -> None:
-    explorer = ResultsExplorer(results_dir=str(results), page_size=10, table="responses")
+    explorer = ResultsExplorer(
+        results_dir=str(results), page_size=10, table="responses", view="Tables"
+    )
     page = explorer.__panel__()
     table = [t for t in page.select(pn.widgets.Tabulator) if "guess" in t.value.columns]
     (table,) = table
@@ -244,8 +246,10 @@ def test_a_broken_bundle_shows_messages_never_a_traceback(copied) -> None:
         assert "parquet" in message or "group by" in message, message
     explorer.table = "personas"
     assert "personas.parquet" in _alerts(explorer.table_message())[0]
+    explorer.view = "Tables"
     page = explorer.__panel__()
-    assert all(d.disabled for d in page.select(pn.widgets.FileDownload))
+    downloads = page.select(pn.widgets.FileDownload)
+    assert len(downloads) == 2 and all(d.disabled for d in downloads)
     page.get_root()
 
 
