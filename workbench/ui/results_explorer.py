@@ -287,8 +287,8 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
         if self.problem:
             return self.problem
         folder = Path(self.results_dir)
-        if not inside(self.workspace, folder).is_dir():
-            return f"{folder}: no such folder; type a folder of bundles above"
+        if not inside(self.workspace, folder).is_dir():  # a launch makes the dashboard's
+            return f"{folder}: no such folder yet; {self.hint or 'type a folder of bundles above'}"
         hint = (
             self.hint or f"run a game into it (workbench run CONFIG --out {folder}), then Refresh"
         )
@@ -425,6 +425,7 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
         )  # fmt: skip
         self._bundle_table = TextTable(
             self.param.bundles,
+            css_classes=["wb-results-bundles"],
             pagination="remote",
             page_size=10,
             disabled=True,
@@ -467,10 +468,19 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
         )
         # before the tabs' own watcher (precedence 0) renders the opened tab: drawn once
         watch_first(self._tabs, self._tab_opened, "active")
-        return pn.Column(folder, status, self._picker, self._tabs, sizing_mode="stretch_width")
+        status.css_classes = ["wb-results-status"]
+        return pn.Column(
+            folder,
+            status,
+            self._picker,
+            self._tabs,
+            sizing_mode="stretch_width",
+            css_classes=["wb-results"],
+        )
 
     def _plots_tab(self) -> tuple[pn.Column, list[LazyView]]:
         histogram, histogram_view = pane_view(self._key("round"), self.histogram_view)
+        histogram.css_classes = ["wb-results-histogram"]
         distribution, distribution_view = pane_view(
             self._key("round", "by", "kind"), self.distribution_view
         )
