@@ -93,12 +93,14 @@ def test_the_results_tab_opened_after_a_run_draws_it_fast_and_without_errors(
     time the tab shows the new bundle (picker, last round, the policy named in the model
     column, the histogram) within DRAW_S, settles, and the browser logged no error."""
     draws: list[float] = []
+    errors: dict[int, list[tuple[str, str]]] = {}
     for attempt in range(TRIES):
         bundle = launch_level_k(watched, dashboard)
+        seen = len(watched.errors())
         start = time.monotonic()
         open_results(watched)
         watched.until(lambda b=bundle: drawn(watched, b.run_id), f"try {attempt}: the new "
-                      "bundle drawn", 60_000)  # fmt: skip
+                      "bundle drawn", 60_000, shown=watched.errors)  # fmt: skip
         draws.append(time.monotonic() - start)
         settle = watched.wait_idle()
         explorer = watched.page.locator(".wb-results")
@@ -109,14 +111,17 @@ def test_the_results_tab_opened_after_a_run_draws_it_fast_and_without_errors(
         models = explorer.locator('.wb-results-bundles .tabulator-cell[tabulator-field="model"]')
         texts = [m.inner_text().strip() for m in models.all()]
         assert texts and set(texts) == {"level_k (policy)"}, texts
-        print(f"try {attempt}: drawn in {draws[-1]:.2f} s, idle {settle:.2f} s after")
-        assert watched.errors() == [], (attempt, watched.errors())
         # away and back: the same bundle again, drawn from what was computed
         watched.page.get_by_role("tab", name="Run").click()
         open_results(watched)
-        watched.until(lambda b=bundle: drawn(watched, b.run_id), "the bundle drawn again")
+        watched.until(lambda b=bundle: drawn(watched, b.run_id), "the bundle drawn again",
+                      shown=watched.errors)  # fmt: skip
         watched.wait_idle()
-        assert watched.errors() == [], (attempt, watched.errors())
+        if watched.errors()[seen:]:
+            errors[attempt] = watched.errors()[seen:]
+        print(f"try {attempt}: drawn in {draws[-1]:.2f} s, idle {settle:.2f} s after, "
+              f"{len(errors.get(attempt, []))} browser errors")  # fmt: skip
     watched.shot("results-after-run")
     print("draw seconds:", [round(d, 2) for d in draws])
+    assert errors == {}, errors  # every try, not only the first that failed
     assert max(draws) <= DRAW_S, draws
