@@ -52,6 +52,49 @@ TALLEST = """() => {
 roots included."""
 
 
+TRAFFIC = """(() => {
+  const traffic = window.__wbTraffic = {last: performance.now(), busy: false};
+  const received = data => {
+    if (typeof data !== "string") { traffic.last = performance.now(); return; }  // buffers
+    let message;
+    try { message = JSON.parse(data); } catch (e) { traffic.last = performance.now(); return; }
+    if (!message || !Array.isArray(message.events)) return;  // a header or metadata frame
+    const busy = message.events.filter(e => e.attr === "busy");
+    if (busy.length) traffic.busy = busy[busy.length - 1].new;
+    if (busy.length < message.events.length) traffic.last = performance.now();
+  };
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener("message", e => received(e.data));
+    }
+    send(data) { traffic.last = performance.now(); return super.send(data); }
+  };
+})();"""
+"""An init script that notes the time of the last websocket message, sent or received, that
+changes the page, and Panel's busy flag: the page's own polling (a periodic callback turning
+`busy` on and off every second) is no change of the page."""
+
+IDLE = """quiet => {
+  const traffic = window.__wbTraffic;
+  if (!traffic || traffic.busy || performance.now() - traffic.last < quiet) return false;
+  const docs = window.Bokeh ? window.Bokeh.documents : [];
+  if (!docs.length || !docs.every(d => d.is_idle)) return false;
+  const busy = root => {
+    for (const e of root.querySelectorAll("*")) {
+      if (e.classList.contains("pn-loading")) return true;
+      if (e.shadowRoot && busy(e.shadowRoot)) return true;
+    }
+    return false;
+  };
+  return !busy(document);
+}"""
+"""Whether the page is idle: Panel not busy, no websocket message changing the page for
+`quiet` ms, every Bokeh document idle (its views built) and no Panel loading spinner anywhere,
+shadow roots included."""
+
+
 class Watched:
     """A page whose console messages and page errors are kept, with helpers to open a Panel
     page, wait for text and take screenshots."""
@@ -66,6 +109,7 @@ class Watched:
             lambda r: self.messages.append(("requestfailed", f"{r.url} ({r.failure})")),
         )
         page.set_default_timeout(ACTION_TIMEOUT_MS)
+        page.add_init_script(TRAFFIC)
 
     def _navigate(self, go: Callable[[], object]) -> None:
         """Navigate with `go`. The old page's requests still in flight (a font, a stylesheet)
@@ -150,6 +194,14 @@ class Watched:
     def check(self, label: str) -> None:
         """Tick the checkbox labelled `label`."""
         self.checkbox(label).check()
+
+    def wait_idle(self, quiet_ms: float = 1500, timeout_ms: float = RENDER_TIMEOUT_MS) -> float:
+        """Wait until the page is idle (see IDLE): nothing more comes or goes over the
+        websocket for `quiet_ms`, every view is built, no spinner; the seconds it took."""
+        start = time.monotonic()
+        self.until(lambda: bool(self.page.evaluate(IDLE, quiet_ms)), "the page to settle",
+                   timeout_ms)  # fmt: skip
+        return time.monotonic() - start
 
     def wait_text(self, text: str, timeout_ms: float = RENDER_TIMEOUT_MS) -> None:
         """Wait until `text` is visible somewhere on the page."""

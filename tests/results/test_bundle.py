@@ -407,14 +407,17 @@ def test_list_bundles(tmp_path: Path) -> None:
     assert empty.empty and list(empty.columns) == [
         "run_id",
         "status",
+        "model",
         "created_at",
         "n_agents",
         "rounds_done",
         "path",
     ]
-    with BundleWriter(tmp_path, make_config(), run_id="a") as writer:
+    policy = {"engine": "none", "policy": "level_k"}
+    with BundleWriter(tmp_path, make_config(), run_id="a", model=policy) as writer:
         write_two_rounds(writer)
-    live = BundleWriter(tmp_path, make_config(), run_id="b")  # still running
+    model = {"engine": "llama.cpp", "name": "SmolLM2-135M"}
+    live = BundleWriter(tmp_path, make_config(), run_id="b", model=model)  # still running
     (tmp_path / "not-a-bundle").mkdir()
     (tmp_path / "stray.txt").write_text("hello")
     (tmp_path / "broken").mkdir()
@@ -423,6 +426,7 @@ def test_list_bundles(tmp_path: Path) -> None:
     listing = list_bundles(tmp_path)
     assert listing["run_id"].tolist() == ["a", "b"]
     assert listing["status"].tolist() == ["complete", "running"]
+    assert listing["model"].tolist() == ["level_k (policy)", "SmolLM2-135M"]  # never NaN
     assert listing["n_agents"].tolist() == [4, 4]
     assert listing["rounds_done"].tolist() == [2, 0]
     assert listing["path"].tolist() == [str(tmp_path / "a"), str(tmp_path / "b")]

@@ -27,14 +27,14 @@ from workbench.viz import plots
 LEVEL_K = {"kind": "level_k", "noise_sd": 4.0}
 
 
-def _config(spec: PopulationSpec, name: str, seed: int, ratio: float) -> RunConfig:
+def _config(spec: PopulationSpec, name: str, seed: int, ratio: float, rounds: int = 2) -> RunConfig:
     return RunConfig.model_validate(
         {
             "name": name,
             "seed": seed,
             "n_agents": 60,
             "population": spec.model_dump(mode="json"),
-            "game": {"rounds": 2, "ratio": ratio},
+            "game": {"rounds": rounds, "ratio": ratio},
             "policy": LEVEL_K,
             "backend": {"agents_per_shard": 20},
         }
@@ -170,7 +170,9 @@ def test_downloads_are_the_bundles_tables(two_runs_results_dir, name) -> None:
 
 def test_the_download_buttons_send_the_tables_bytes(two_runs_results_dir) -> None:
     bundle = _bundles(two_runs_results_dir)["beta"]
-    explorer = ResultsExplorer(results_dir=str(two_runs_results_dir), table="responses")
+    explorer = ResultsExplorer(
+        results_dir=str(two_runs_results_dir), table="responses", view="Tables"
+    )
     page = explorer.__panel__()
     downloads = {d.label: d for d in page.select(pn.widgets.FileDownload)}
     assert set(downloads) == {"CSV", "PARQUET"}
@@ -188,7 +190,7 @@ def test_the_download_buttons_send_the_tables_bytes(two_runs_results_dir) -> Non
 
 def test_the_table_is_paged_remotely(two_runs_results_dir) -> None:
     explorer = ResultsExplorer(
-        results_dir=str(two_runs_results_dir), page_size=10, table="responses"
+        results_dir=str(two_runs_results_dir), page_size=10, table="responses", view="Tables"
     )
     page = explorer.__panel__()
     table = [t for t in page.select(pn.widgets.Tabulator) if "guess" in t.value.columns]
@@ -248,8 +250,10 @@ def test_a_broken_bundle_shows_messages_never_a_traceback(scratch_results_dir) -
         assert "parquet" in message or "group by" in message, message
     explorer.table = "personas"
     assert "personas.parquet" in _alerts(explorer.table_message())[0]
+    explorer.view = "Tables"
     page = explorer.__panel__()
-    assert all(d.disabled for d in page.select(pn.widgets.FileDownload))
+    downloads = page.select(pn.widgets.FileDownload)
+    assert len(downloads) == 2 and all(d.disabled for d in downloads)
     page.get_root()
 
 
@@ -338,3 +342,91 @@ def test_refreshing_a_drawn_explorer_with_empty_choices_never_recurses(
         assert live.run_id == "live" and live.round is None
         assert live.reads == reads  # nothing moved: the views are not drawn again
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def _draws(explorer: ResultsExplorer) -> dict[str, list[int]]:
+    """How many times each tab's views were drawn so far."""
+    return {tab: [v.draws for v in views] for tab, views in explorer._views.items()}
+
+
+def test_only_the_views_shown_are_drawn_and_a_hidden_tab_once_per_bundle(
+    two_runs_results_dir,
+) -> None:
+    bundles = _bundles(two_runs_results_dir)
+    explorer = ResultsExplorer(results_dir=str(two_runs_results_dir), shown=False)
+    assert _draws(explorer) == {
+        "Plots": [0, 0, 0], "Compare": [0], "Provenance": [0], "Tables": [0]
+    }  # fmt: skip
+    explorer.shown = True  # the dashboard opened its tab: the Plots tab is drawn, only it
+    assert _draws(explorer)["Plots"] == [1, 1, 1] and _draws(explorer)["Tables"] == [0]
+    explorer.round = 1  # the histogram and the distribution depend on it, trajectories not
+    assert _draws(explorer)["Plots"] == [2, 2, 1]
+    explorer.view = "Tables"
+    assert explorer._tabs.active == 3 and _draws(explorer)["Tables"] == [1]
+    explorer.param.update(round=2, kind="means")  # the hidden plots wait
+    assert _draws(explorer)["Plots"] == [2, 2, 1]
+    explorer._tabs.active = 0  # opened in the page: drawn before the tabs send it
+    assert explorer.view == "Plots" and _draws(explorer)["Plots"] == [3, 3, 1]
+    explorer.view = "Tables"
+    explorer.view = "Plots"  # away and back, the same bundle: nothing is drawn again
+    assert _draws(explorer)["Plots"] == [3, 3, 1] and _draws(explorer)["Tables"] == [1]
+    explorer.refresh()  # nothing moved on disk: nothing drawn, the listing not set again
+    listing = explorer.bundles
+    explorer.refresh()
+    assert explorer.bundles is listing and _draws(explorer)["Plots"] == [3, 3, 1]
+    explorer.run_id = bundles["alpha"].run_id  # another bundle: the shown tab only
+    assert _draws(explorer)["Plots"] == [4, 4, 2] and _draws(explorer)["Provenance"] == [0]
+    explorer.shown = False  # the dashboard's other tabs: nothing is drawn
+    explorer.run_id = bundles["beta"].run_id
+    assert _draws(explorer)["Plots"] == [4, 4, 2]
+    (table,) = [t for t in explorer._page.select(pn.widgets.Tabulator) if t is explorer._table]
+    assert table.value.empty or "guess" not in table.value  # the hidden table is not read
+
+
+def test_the_round_is_the_last_one_unless_an_earlier_one_was_picked(
+    education_spec, tmp_path
+) -> None:
+    """Each bundle opens at its last round (the page showed round 1 of a finished run); a round
+    the user picked is kept while the bundles chosen next played it."""
+    for name, seed, rounds in (("two", 5, 2), ("three", 6, 3)):
+        config = _config(education_spec, name, seed, 0.5, rounds)
+        Simulation(config).run(out_dir=tmp_path, progress=False)
+    explorer = ResultsExplorer(results_dir=str(tmp_path))
+    two, three = explorer.bundles["run_id"]
+    assert explorer.run_id == three and explorer.round == 3
+    explorer.run_id = two
+    assert explorer.round == 2  # the last, not the 3 it cannot have, nor round 1
+    explorer.round = 1
+    explorer.run_id = three
+    assert explorer.round == 1  # picked, and played by this bundle too
+    explorer.round = 3
+    explorer.run_id = two
+    assert explorer.round == 2
+
+
+def test_a_live_run_read_again_follows_its_last_round(education_spec, tmp_path) -> None:
+    config = _config(education_spec, "live", 4, 0.5)
+    with BundleWriter(tmp_path, config, run_id="live") as writer:
+        personas = sample_population(education_spec, config.n_agents, 4)
+        writer.write_personas(personas)
+        explorer = ResultsExplorer(results_dir=str(tmp_path), shown=False)  # the state only
+        assert explorer.round is None
+        for number in (1, 2):
+            ids = personas["agent_id"].to_numpy()
+            frame = pd.DataFrame({"agent_id": ids, "guess": 30.0 + number, "status": "ok"})
+            writer.write_responses(number, 0, frame)
+            writer.end_round({"round": number, "n": len(ids), "mean": 30.0, "seconds": 0.1})
+            explorer.refresh()
+            assert explorer.param.round.objects == list(range(1, number + 1))
+            assert explorer.round == number  # not the first round it was shown at
+
+
+def test_an_empty_folder_is_said_once_with_what_fills_it(tmp_path) -> None:
+    explorer = ResultsExplorer(
+        results_dir=str(tmp_path), hint="launch a run from the Run tab", view="Tables"
+    )
+    page = explorer.__panel__()
+    texts = [shown_text(p) for p in page.select(pn.pane.Alert)]
+    assert texts == [f"{tmp_path}: no bundles here yet; launch a run from the Run tab"]
+    assert not explorer._tabs.visible and not explorer._picker.visible
+    assert all(v.draws == 0 for views in explorer._views.values() for v in views)

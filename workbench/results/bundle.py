@@ -43,6 +43,7 @@ from workbench.results.layout import (
 LIST_COLUMNS: tuple[str, ...] = (
     "run_id",
     "status",
+    "model",
     "created_at",
     "n_agents",
     "rounds_done",
@@ -349,12 +350,24 @@ class Bundle:
         return f"Bundle({str(self.path)!r}, status={self.manifest.get('status')!r})"
 
 
+def model_label(model: dict[str, Any]) -> str:
+    """A short name of what answered, from a manifest's `model` entry: the model's name, the
+    baseline policy (a run no model answered), or the engine ("?" when nothing is recorded)."""
+    if model.get("name"):
+        return str(model["name"])
+    if model.get("policy"):
+        return f"{model['policy']} (policy)"
+    return str(model.get("engine") or "?")
+
+
 def _list_row(bundle: Bundle) -> dict[str, Any]:
-    """One bundle's row of `list_bundles`; BundleError when its manifest is damaged."""
+    """One bundle's row of `list_bundles` (its manifest read once); BundleError when the
+    manifest is damaged."""
     config = bundle.manifest.get("config")
     return {
         "run_id": bundle.run_id,
         "status": bundle.status,
+        "model": model_label(bundle.model),
         "created_at": bundle.created_at,
         "n_agents": config.get("n_agents") if isinstance(config, dict) else None,
         "rounds_done": bundle.rounds_count,
@@ -363,7 +376,8 @@ def _list_row(bundle: Bundle) -> dict[str, Any]:
 
 
 def list_bundles(root: str | Path) -> pd.DataFrame:
-    """One row per bundle under `root` (run_id, status, created_at, n_agents, rounds_done, path).
+    """One row per bundle under `root` (run_id, status, model, created_at, n_agents,
+    rounds_done, path); `model` names what answered (`model_label`: a policy run says so).
 
     Directories that are not bundles (or whose manifest is damaged) are skipped; a missing
     root gives an empty frame.

@@ -22,6 +22,8 @@ from workbench.results import Bundle
 from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
 from workbench.ui.access import Access, auth_provider, guard, new_token
 from workbench.ui.cluster_monitor import ClusterMonitor
+from workbench.ui.downloads import DOWNLOADS, download_route
+from workbench.ui.lazy_view import watch_first
 from workbench.ui.offline import cdn_static_dirs
 from workbench.ui.persona_preview import PersonaPreview
 from workbench.ui.population_editor import PopulationEditor
@@ -85,7 +87,12 @@ class WorkbenchApp(pn.viewable.Viewer):
             max_live_runs=self.max_live_runs,
             max_agent_rounds=self.max_agent_rounds,
         )
-        self.explorer = ResultsExplorer(results_dir=results, workspace=workspace)
+        self.explorer = ResultsExplorer(
+            results_dir=results,
+            workspace=workspace,
+            shown=self.tab == "Results",
+            hint="launch a run from the Run tab; it is listed here when you come back",
+        )
         self.monitor = ClusterMonitor(
             results_dir=results, ray_address=self.ray_address, workspace=workspace
         )
@@ -98,15 +105,20 @@ class WorkbenchApp(pn.viewable.Viewer):
             self._finished = str(event.new)
 
     def _tab_opened(self, event: param.parameterized.Event) -> None:
-        """The results tab was opened: list the bundles again and show the finished run."""
+        """A tab was opened. The results tab: list the bundles again and show the finished run,
+        drawn before the tabs send it (`watch_first`), so it goes to the browser once; the
+        explorer draws nothing while another tab is open."""
         if TABS[event.new] != "Results":
+            self.explorer.shown = False
             return
+        self.explorer.param.update(shown=False)  # settled first, then drawn once
         self.explorer.refresh()
         finished, self._finished = self._finished, None
         if finished:
             run_id = Bundle.open(finished).run_id
             if run_id in self.explorer.param.compared.objects:
                 self.explorer.run_id = run_id
+        self.explorer.shown = True
 
     def tabs(self, kind: type[pn.Tabs] = pn.Tabs) -> Any:
         """The components as tabs of `kind` (the population tab holds the editor and the
@@ -116,7 +128,7 @@ class WorkbenchApp(pn.viewable.Viewer):
         population = pn.Row(self.editor, self.preview, sizing_mode="stretch_width")
         panes = (population, self.launcher, self.explorer, self.monitor)
         tabs = kind(*zip(TABS, panes, strict=True), active=TABS.index(self.tab), dynamic=True)
-        tabs.param.watch(self._tab_opened, "active")
+        watch_first(tabs, self._tab_opened, "active")
         return tabs
 
     def page(self) -> pn.viewable.Viewable:
@@ -171,6 +183,7 @@ def serve(
 
     def page() -> pn.viewable.Viewable:
         app = WorkbenchApp(results_dir=results, workspace=work, ray_address=ray_address, **limits)
+        app.explorer.download_url = DOWNLOADS  # the route below, relative to the page
         return app.__panel__()
 
     if ray_address:  # joined here, on the main thread: Ray's driver set-up wants it there
@@ -195,6 +208,7 @@ def serve(
         secret_key=access.session_secret,
         sign_sessions=True,
         auth_provider=auth_provider(),
+        extra_patterns=[download_route(work)],  # behind the gate below, like every route
         **listening,
     )
     guard(server._tornado, access, prefix)  # Bokeh keeps its Tornado app there, unexported

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -20,6 +19,7 @@ import pyarrow.parquet as pq
 from workbench.errors import BundleError
 from workbench.experiment.grid import flatten
 from workbench.results import Bundle, list_bundles
+from workbench.results.bundle import model_label
 from workbench.results.layout import MANIFEST, PERSONAS_FILE, bundle_file
 
 __all__ = [
@@ -50,7 +50,7 @@ BUNDLE_COLUMNS: tuple[str, ...] = (
     "created_at",
     "path",
 )
-"""Columns of the picker's table: `list_bundles`' columns with the model that answered."""
+"""Columns of the picker's table: `list_bundles`' (with the model that answered), reordered."""
 
 PROVENANCE_KEYS: tuple[str, ...] = (
     "status",
@@ -69,16 +69,6 @@ NOT_GROUPS = frozenset({"agent_id", "persona"})
 """Persona columns that are not categories: the id and the persona's text."""
 
 
-def model_label(model: dict[str, Any]) -> str:
-    """A short name of what answered, from a manifest's `model` entry: the model's name, the
-    baseline policy, or the engine ("?" when the manifest records nothing)."""
-    if model.get("name"):
-        return str(model["name"])
-    if model.get("policy"):
-        return f"{model['policy']} (policy)"
-    return str(model.get("engine") or "?")
-
-
 def bundle_rows(root: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
     """The bundles under `root` (BUNDLE_COLUMNS, oldest first) and the damaged ones.
 
@@ -86,14 +76,8 @@ def bundle_rows(root: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
     bundle to why (the BundleError's line); folders without a manifest are not bundles and are
     left out silently.
     """
-    listed = list_bundles(root)
-    models = []
-    for path in listed["path"]:
-        try:
-            models.append(model_label(Bundle.open(path).model))
-        except BundleError:
-            models.append("?")
-    rows = listed.assign(model=models)[list(BUNDLE_COLUMNS)]
+    listed = list_bundles(root)  # each manifest read once, the model's name with it
+    rows = listed[list(BUNDLE_COLUMNS)]
     damaged: dict[str, str] = {}
     root = Path(root)
     seen = set(listed["path"])

@@ -6,18 +6,27 @@ bundles compared (`viz.plots.compare` and `experiment.compare.config_differences
 manifest records (config, seeds, versions, model identity and hash), its tables paged in the
 page and downloadable as CSV or Parquet, and `results.verify_bundle` on a click.
 
+Only what is on screen is computed: each view is a `LazyView`, drawn when its tab is shown
+(`shown` is the explorer's own visibility, set by the dashboard as its Results tab opens and
+closes) and drawn again only when what it shows changed, so a hidden tab costs nothing until it
+is opened and then once per bundle. A refresh that finds nothing new changes nothing in the
+page. Served by `workbench dashboard`, the downloads are links to files the dashboard serves
+(`ui/downloads.py`, `download_url`); inline in a notebook, where no such route exists, they
+stay `FileDownload` buttons whose bytes go through the kernel's comm.
+
 Every number drawn comes from viz; this module only chooses what to show. A folder without
 bundles, a damaged bundle or one still running shows a message in place of its view, never a
 traceback: the views catch the workbench's own errors (`WorkbenchError`), anything else is a
-bug and keeps its traceback. Tables reach the browser a page at a time
-(`Tabulator(pagination="remote")`); verify runs in a thread so the page stays live.
+bug and keeps its traceback; a folder without bundles says so once, with what fills it. Tables
+reach the browser a page at a time (`Tabulator(pagination="remote")`); verify runs in a thread
+so the page stays live.
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,6 +39,7 @@ import param
 from workbench.errors import BundleError, WorkbenchError
 from workbench.experiment.compare import config_differences
 from workbench.results import Bundle, VerifyReport, verify_bundle
+from workbench.ui.lazy_view import LazyView, pane_view, watch_first
 from workbench.ui.results_data import (
     BUNDLE_COLUMNS,
     FORMATS,
@@ -40,19 +50,18 @@ from workbench.ui.results_data import (
     provenance,
     table_bytes,
 )
-from workbench.ui.safe_text import TextTable, html_text, md, md_lines
+from workbench.ui.results_views import ResultsViews, alert
+from workbench.ui.safe_text import TextTable, html_text, md_lines
 from workbench.ui.workspace import inside, workspace_param
 from workbench.viz import plots
 
-__all__ = ["PAGE_SIZES", "ResultsExplorer"]
+__all__ = ["PAGE_SIZES", "VIEWS", "ResultsExplorer"]
 
 PAGE_SIZES = (10, 25, 50, 100)
 """The choices of rows per page."""
 
-
-def _alert(text: str, kind: str = "warning") -> pn.pane.Alert:
-    """A message as an alert; its text (run ids, errors, paths from the folder) escaped."""
-    return pn.pane.Alert(md(text), alert_type=kind, margin=(5, 10))
+VIEWS = ("Plots", "Compare", "Provenance", "Tables")
+"""The explorer's tabs, in order."""
 
 
 def _row(bundles: pd.DataFrame, run_id: str | None) -> list[dict[str, Any]]:
@@ -63,7 +72,7 @@ def _row(bundles: pd.DataFrame, run_id: str | None) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- the component
 
 
-class ResultsExplorer(pn.viewable.Viewer):
+class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
     """Browse the result bundles of a folder: pick one, plot it, compare it, check it.
 
     Set `results_dir` (or call `refresh()` after new runs), choose `run_id`, then `by`, `kind`
@@ -137,6 +146,23 @@ class ResultsExplorer(pn.viewable.Viewer):
         doc="What verify found for the chosen bundle (None until verify runs).",
     )
     verifying = param.Boolean(default=False, doc="Whether verify is running.")
+    shown = param.Boolean(
+        default=True,
+        doc="Whether the explorer is on screen; hidden, nothing is drawn (the dashboard sets it "
+        "as its Results tab opens and closes).",
+    )
+    view = param.Selector(default=VIEWS[0], objects=list(VIEWS), doc="The tab shown.")
+    download_url = param.String(
+        default=None,
+        allow_None=True,
+        doc="Where the dashboard serves bundle tables (`ui/downloads.py`, relative to the "
+        "page): the downloads are links there; None (inline): FileDownload buttons.",
+    )
+    hint = param.String(
+        default="",
+        doc="What fills an empty results folder, said with it ('' : run a game into it with "
+        "the CLI); the dashboard names its Run tab.",
+    )
     reads = param.Integer(
         default=0,
         doc="How many times refresh() has read the folder: the chosen bundle's views redraw on "
@@ -146,15 +172,31 @@ class ResultsExplorer(pn.viewable.Viewer):
     def __init__(self, **params: Any) -> None:
         self._opened: dict[str, Bundle] = {}
         self._tables: dict[tuple[str, str], pd.DataFrame] = {}
+        self._holding = True  # no drawing until the page exists and the state is settled
+        self._last_round: int | None = None  # the chosen bundle's last round, when last read
+        self._choices: dict[str, Any] = {}  # the choices last set, by param
         super().__init__(**params)
+        self._page = self._build()
         self.refresh()
+        self.param.watch(self._show, list(SHOWN_BY))
+        self.param.watch(self._open_view, "view")  # after _show: the tab goes out drawn
 
     # ------------------------------------------------------------------ state
 
     @param.depends("results_dir", watch=True)
     def refresh(self) -> None:
         """Read results_dir again: the bundle list, the damaged folders, the choices; keeps the
-        chosen bundle when it is still there (else the newest) and reopens it (a live run)."""
+        chosen bundle when it is still there (else the newest) and reopens it (a live run).
+        What did not change is not set again, so a refresh that finds nothing new leaves the
+        page as it is; the views on screen are drawn once, when the state is settled."""
+        self._holding = True
+        try:
+            self._read_folder()
+        finally:
+            self._holding = False
+        self._show()
+
+    def _read_folder(self) -> None:
         self._opened.clear()
         self._tables.clear()
         try:
@@ -173,23 +215,28 @@ class ResultsExplorer(pn.viewable.Viewer):
         keep = self.run_id if self.run_id in ids else (ids[-1] if ids else None)
         moved = _row(self.bundles, keep) != _row(rows, keep)  # e.g. a live run's rounds
         # the table first: a drawn picker follows new choices at once, reading the table
-        self.param.update(bundles=rows, damaged=damaged, problem=problem)
-        self.param.run_id.objects = names
+        changed = {"damaged": damaged, "problem": problem}
+        if not rows.equals(self.bundles):
+            changed["bundles"] = rows
+        self.param.update(**changed)
+        self._choose("run_id", names)
         # the compare picker (Bokeh's MultiChoice) shows its labels as HTML: escaped
-        self.param.compared.objects = {html_text(i): i for i in ids}
-        self.compared = [i for i in self.compared if i in ids]
+        if self._choose("compared", {html_text(i): i for i in ids}):
+            self.compared = [i for i in self.compared if i in ids]
         # `reads` (never `param.trigger("run_id")`) redraws the same bundle's views when its
         # listing moved: a trigger reached the empty Round / Group-by selects, which set their
         # value again inside it, each time triggering themselves (a RecursionError in Panel's
-        # Select); and views drawn again for nothing replaced plots the browser was still
-        # laying out when the tab opened (a TypeError in Bokeh's layout)
+        # Select)
         same = keep == self.run_id
         self.param.update(run_id=keep, reads=self.reads + 1 if same and moved else self.reads)
 
     @param.depends("run_id", "reads", watch=True)
     def _chosen_changed(self) -> None:
-        """A new bundle: its persona columns and rounds become the choices (`by` and `round`
-        stay when it has them); the old report goes."""
+        """A new bundle, or the chosen one read again: its persona columns and rounds become
+        the choices. `by` stays when the bundle has it; the round is the bundle's last, unless
+        the user picked an earlier one that this bundle played (a live run read again follows
+        its last round; a finished run opened after it starts at its last); the old report
+        goes."""
         self._tables.clear()
         columns: list[str] = []
         rounds: list[int] = []
@@ -204,10 +251,26 @@ class ResultsExplorer(pn.viewable.Viewer):
             if self.by in columns
             else next((c for c in ("education", *columns) if c in columns), None)
         )
-        self.param.by.objects = columns
-        self.param.round.objects = rounds
-        number = self.round if self.round in rounds else (rounds[-1] if rounds else None)
-        self.param.update(by=by, round=number, report=None)
+        last = rounds[-1] if rounds else None
+        earlier = self.round not in (None, self._last_round)  # the user chose an earlier one
+        number = self.round if earlier and self.round in rounds else last
+        self._last_round = last
+        holding, self._holding = self._holding, True  # one draw, once by and round are set
+        try:
+            self._choose("by", columns)
+            self._choose("round", rounds)
+            self.param.update(by=by, round=number, report=None)
+        finally:
+            self._holding = holding
+
+    def _choose(self, name: str, objects: list[Any] | dict[str, Any]) -> bool:
+        """Set param `name`'s choices when they changed (a drawn select is sent them each
+        time they are set); whether they changed."""
+        if name in self._choices and self._choices[name] == objects:
+            return False
+        self._choices[name] = objects
+        self.param[name].objects = objects
+        return True
 
     def bundle(self) -> Bundle:
         """The chosen bundle, opened once per refresh; BundleError when none is chosen (or the
@@ -220,15 +283,16 @@ class ResultsExplorer(pn.viewable.Viewer):
         return self._opened[self.run_id]
 
     def _nothing_message(self) -> str:
+        """Why no bundle is shown, with the one action that changes it."""
         if self.problem:
             return self.problem
         folder = Path(self.results_dir)
-        if not folder.is_dir():
-            return f"{folder}: no such folder; give results_dir a folder of bundles"
-        return (
-            f"{folder}: no bundles here yet; run a game into it (workbench run CONFIG --out "
-            f"{folder}) and refresh"
+        if not inside(self.workspace, folder).is_dir():  # a launch makes the dashboard's
+            return f"{folder}: no such folder yet; {self.hint or 'type a folder of bundles above'}"
+        hint = (
+            self.hint or f"run a game into it (workbench run CONFIG --out {folder}), then Refresh"
         )
+        return f"{folder}: no bundles here yet; {hint}"
 
     # ------------------------------------------------------------------ what is shown
 
@@ -308,199 +372,187 @@ class ResultsExplorer(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ views (panes)
 
-    def _guarded(self, draw: Callable[[], Any], kind: str = "warning") -> Any:
-        """`draw()`'s pane, or its WorkbenchError as a message in its place."""
-        try:
-            return draw()
-        except WorkbenchError as exc:
-            return _alert(str(exc), kind)
-
-    @param.depends("bundles", "damaged", "run_id", "reads", "problem")
-    def status_view(self) -> pn.Column:
-        """The folder's messages (refused, no bundles, damaged ones) and the chosen bundle's
-        status."""
-        parts: list[Any] = []
-        if self.bundles.empty:
-            parts.append(_alert(self._nothing_message(), "danger" if self.problem else "info"))
-        for name, why in self.damaged.items():
-            parts.append(_alert(f"{name}: not readable as a bundle: {why}", "danger"))
-        if self.run_id is not None:
-            parts.append(self._guarded(self._chosen_summary))
-        return pn.Column(*parts, sizing_mode="stretch_width")
-
-    def _chosen_summary(self) -> Any:
-        bundle = self.bundle()
-        status = bundle.status  # the one status: a run whose writer is gone reads dead
-        if status == "complete":
-            summary = f"**{md(bundle.run_id)}**: complete, {bundle.rounds_count} rounds"
-            return pn.pane.Markdown(summary)
-        why = f": {bundle.error}" if bundle.error else ""
-        if status == "dead":
-            why = ": its writer stopped before it finished; resume it with "
-            why += f"workbench run --resume {bundle.path}"
-        return _alert(f"{bundle.run_id} is {status}{why}", "warning")
-
-    def _plot_pane(self, draw: Callable[[], Any]) -> Any:
-        return self._guarded(lambda: pn.pane.HoloViews(draw(), sizing_mode="stretch_width"))
-
-    @param.depends("run_id", "reads", "round")
-    def histogram_view(self) -> Any:
-        """The histogram pane, or why there is none."""
-        return self._plot_pane(self.histogram_plot)
-
-    @param.depends("run_id", "reads", "round", "by", "kind")
-    def distribution_view(self) -> Any:
-        """The distribution pane, or why there is none."""
-        return self._plot_pane(self.distribution_plot)
-
-    @param.depends("run_id", "reads", "by", "trajectories_by_group")
-    def trajectories_view(self) -> Any:
-        """The trajectories pane, or why there is none."""
-        return self._plot_pane(self.trajectories_plot)
-
-    @param.depends("compared", "bundles")
-    def compare_view(self) -> Any:
-        """The compared bundles' plot and the config keys that differ, or what to choose."""
-
-        def draw() -> pn.Column:
-            differences = self.differences()
-            table: Any = (
-                pn.pane.DataFrame(differences, index=False, sizing_mode="stretch_width")
-                if len(differences)
-                else _alert("The configs agree on every key.", "info")
-            )
-            plot = pn.pane.HoloViews(self.compare_plot(), sizing_mode="stretch_width")
-            heading = pn.pane.Markdown("**Config keys that differ**")
-            return pn.Column(plot, heading, table, sizing_mode="stretch_width")
-
-        return self._guarded(draw, "info")
-
-    @param.depends("run_id", "reads")
-    def provenance_view(self) -> Any:
-        """The provenance table and the config, or why there are none."""
-
-        def draw() -> pn.Column:
-            bundle = self.bundle()
-            table = pn.pane.DataFrame(self.provenance(), index=False, sizing_mode="stretch_width")
-            config = pn.pane.JSON(bundle.manifest["config"], depth=2, name="config")
-            return pn.Column(
-                pn.pane.Markdown("**Provenance**"), table, pn.pane.Markdown("**Config**"), config
-            )
-
-        return self._guarded(draw)
-
-    def _table_or_empty(self, run_id: str | None, name: str, _reads: int = 0) -> pd.DataFrame:
-        try:
-            return self.table_frame(name)
-        except WorkbenchError:
-            return pd.DataFrame()
-
-    def _table_unreadable(self, run_id: str | None, name: str, _reads: int = 0) -> bool:
-        return self._table_or_empty(run_id, name).empty
-
-    @param.depends("run_id", "reads", "table")
-    def table_message(self) -> Any:
-        """Why the chosen table cannot be read (nothing when it can)."""
-
-        def read() -> None:
-            self.table_frame()
-
-        return self._guarded(read)
-
     @param.depends("report", "verifying")
     def report_view(self) -> Any:
         """What verify found: ok in green, the problems in red."""
         if self.verifying:
-            return _alert("verifying...", "info")
+            return alert("verifying...", "info")
         if self.report is None:
             return None
         kind = "success" if self.report.ok else "danger"
         return pn.pane.Alert(md_lines(self.report), alert_type=kind, margin=(5, 10))
 
-    def __panel__(self) -> pn.viewable.Viewable:
+    # ------------------------------------------------------------------ the page
+
+    def _key(self, *names: str) -> Callable[[], Hashable]:
+        """What a view shows: the chosen bundle (read `reads` times) and params `names`."""
+        return lambda: (self.run_id, self.reads, *(_hashable(getattr(self, n)) for n in names))
+
+    def _show(self, *_events: Any) -> None:
+        """Draw the views on screen whose content changed (nothing while hidden or while the
+        state is being set)."""
+        if self._holding or not self.shown:
+            return
+        self._status.show()
+        there = self.run_id is not None
+        if self._picker.visible != (not self.bundles.empty):
+            self._picker.visible = not self.bundles.empty
+        if self._tabs.visible != there:
+            self._tabs.visible = there
+        if there:
+            for view in self._views[self.view]:
+                view.show()
+
+    def _tab_opened(self, event: param.parameterized.Event) -> None:
+        """A tab was opened: draw it before the tabs send it to the browser (this watcher runs
+        first), so its content is sent once, complete."""
+        self.view = VIEWS[event.new]
+
+    def _open_view(self, _event: Any) -> None:
+        """`view` set in code: open its tab (already drawn by `_show`)."""
+        self._tabs.active = VIEWS.index(self.view)
+
+    def _build(self) -> pn.Column:
+        """The page: the picker, then the views as tabs, each drawn lazily."""
         refresh = pn.widgets.Button(label="Refresh", variant="outline")
         refresh.on_click(lambda _: self.refresh())
         verify = pn.widgets.Button(label="Verify", color="primary", disabled=self.param.verifying)
         verify.on_click(self._on_verify)
-        picker = pn.Column(
-            pn.Row(
-                pn.widgets.TextInput.from_param(self.param.results_dir, label="Results folder"),
-                refresh,
-            ),
+        status, self._status = pane_view(
+            lambda: (self.reads, self.run_id, self.problem, self.results_dir,
+                     _hashable(self.damaged), self.bundles.empty),
+            self.status_view,
+        )  # fmt: skip
+        self._bundle_table = TextTable(
+            self.param.bundles,
+            css_classes=["wb-results-bundles"],
+            pagination="remote",
+            page_size=10,
+            disabled=True,
+            show_index=False,
+            hidden_columns=["path"],
+            sizing_mode="stretch_width",
+        )
+        self._picker = pn.Column(
             pn.widgets.Select.from_param(self.param.run_id, label="Bundle"),
-            TextTable(
-                self.param.bundles,
-                pagination="remote",
-                page_size=10,
-                disabled=True,
-                show_index=False,
-                hidden_columns=["path"],
-                sizing_mode="stretch_width",
-            ),
-            pn.panel(self.status_view),
+            self._bundle_table,
             pn.Row(verify),
             pn.panel(self.report_view),
             sizing_mode="stretch_width",
         )
-        plots_tab = pn.Column(
+        folder = pn.Row(
+            pn.widgets.TextInput.from_param(self.param.results_dir, label="Results folder"),
+            refresh,
+        )
+        plots_tab, plot_views = self._plots_tab()
+        compare, compare_view = pane_view(self._key("compared"), self.compare_view)
+        provenance_tab, provenance_view = pane_view(self._key(), self.provenance_view)
+        tables_tab, table_view = self._tables_tab()
+        self._views: dict[str, list[LazyView]] = {
+            "Plots": plot_views,
+            "Compare": [compare_view],
+            "Provenance": [provenance_view],
+            "Tables": [table_view],
+        }
+        compare_tab = pn.Column(
+            pn.widgets.MultiChoice.from_param(self.param.compared, label="Bundles to compare"),
+            compare,
+            sizing_mode="stretch_width",
+        )
+        tabs = (plots_tab, compare_tab, provenance_tab, tables_tab)
+        self._tabs = pn.Tabs(
+            *zip(VIEWS, tabs, strict=True),
+            active=VIEWS.index(self.view),
+            dynamic=True,
+            sizing_mode="stretch_width",
+        )
+        # before the tabs' own watcher (precedence 0) renders the opened tab: drawn once
+        watch_first(self._tabs, self._tab_opened, "active")
+        status.css_classes = ["wb-results-status"]
+        return pn.Column(
+            folder,
+            status,
+            self._picker,
+            self._tabs,
+            sizing_mode="stretch_width",
+            css_classes=["wb-results"],
+        )
+
+    def _plots_tab(self) -> tuple[pn.Column, list[LazyView]]:
+        histogram, histogram_view = pane_view(self._key("round"), self.histogram_view)
+        histogram.css_classes = ["wb-results-histogram"]
+        distribution, distribution_view = pane_view(
+            self._key("round", "by", "kind"), self.distribution_view
+        )
+        trajectories, trajectories_view = pane_view(
+            self._key("by", "trajectories_by_group"), self.trajectories_view
+        )
+        tab = pn.Column(
             pn.widgets.Select.from_param(self.param.round, label="Round"),
-            pn.panel(self.histogram_view, loading_indicator=True),
+            histogram,
             pn.Row(
                 pn.widgets.Select.from_param(self.param.by, label="Group by"),
                 pn.widgets.RadioButtonGroup.from_param(self.param.kind),
             ),
-            pn.panel(self.distribution_view, loading_indicator=True),
+            distribution,
             pn.widgets.Checkbox.from_param(
                 self.param.trajectories_by_group, label="Trajectories per group"
             ),
-            pn.panel(self.trajectories_view, loading_indicator=True),
+            trajectories,
             sizing_mode="stretch_width",
         )
-        compare_tab = pn.Column(
-            pn.widgets.MultiChoice.from_param(self.param.compared, label="Bundles to compare"),
-            pn.panel(self.compare_view, loading_indicator=True),
+        return tab, [histogram_view, distribution_view, trajectories_view]
+
+    def _tables_tab(self) -> tuple[pn.Column, LazyView]:
+        """The table chosen, a page at a time, its downloads and why it cannot be read; its
+        view sets the table's value in place (a Tabulator replaced while drawn breaks)."""
+        table = TextTable(
+            pd.DataFrame(),
+            pagination="remote",
+            page_size=self.param.page_size,
+            disabled=True,
+            show_index=False,
             sizing_mode="stretch_width",
         )
-        downloads = []
-        for fmt in FORMATS:
-            download = pn.widgets.FileDownload(
-                filename=self.file_name(fmt),
-                label=fmt.upper(),
-                variant="outline",
-                disabled=pn.bind(
-                    self._table_unreadable, self.param.run_id, self.param.table, self.param.reads
-                ),
-            )
-            download.callback = partial(self._send, download, fmt)
-            downloads.append(download)
-        tables_tab = pn.Column(
+        message = pn.Column(sizing_mode="stretch_width")
+        downloads = pn.Row()
+        buttons = [] if self.download_url else [self._download_button(f) for f in FORMATS]
+
+        def apply() -> None:
+            frame = self._table_or_empty()
+            message.objects = [self.table_message()]
+            readable = not frame.empty
+            if self.download_url:
+                downloads.objects = [self.download_links()] if readable else []
+            else:
+                for fmt, button in zip(FORMATS, buttons, strict=True):
+                    button.param.update(disabled=not readable, filename=self.file_name(fmt))
+                downloads.objects = buttons
+            table.value = frame
+
+        self._table = table
+        tab = pn.Column(
             pn.Row(
                 pn.widgets.RadioButtonGroup.from_param(self.param.table),
                 pn.widgets.Select.from_param(self.param.page_size, label="Rows per page"),
-                *downloads,
+                downloads,
             ),
-            pn.panel(self.table_message),
-            TextTable(
-                pn.bind(
-                    self._table_or_empty, self.param.run_id, self.param.table, self.param.reads
-                ),
-                pagination="remote",
-                page_size=self.param.page_size,
-                disabled=True,
-                show_index=False,
-                sizing_mode="stretch_width",
-            ),
+            message,
+            table,
             sizing_mode="stretch_width",
         )
-        tabs = pn.Tabs(
-            ("Plots", plots_tab),
-            ("Compare", compare_tab),
-            ("Provenance", pn.panel(self.provenance_view)),
-            ("Tables", tables_tab),
-            dynamic=True,
-            sizing_mode="stretch_width",
+        return tab, LazyView(self._key("table"), apply)
+
+    def _download_button(self, fmt: str) -> pn.widgets.FileDownload:
+        """Inline (no dashboard route): a FileDownload whose bytes go through the comm."""
+        download = pn.widgets.FileDownload(
+            filename=self.file_name(fmt), label=fmt.upper(), variant="outline", disabled=True
         )
-        return pn.Column(picker, tabs, sizing_mode="stretch_width")
+        download.callback = partial(self._send, download, fmt)
+        return download
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return self._page
 
     def _send(self, download: pn.widgets.FileDownload, fmt: str) -> io.BytesIO:
         """A download's callback: names the file for the bundle and table chosen now."""
@@ -509,3 +561,19 @@ class ResultsExplorer(pn.viewable.Viewer):
 
     async def _on_verify(self, _event: Any) -> None:
         await self.verify()
+
+
+SHOWN_BY = (
+    "shown", "view", "run_id", "reads", "round", "by", "kind", "trajectories_by_group",
+    "compared", "table", "bundles", "damaged", "problem",
+)  # fmt: skip
+"""The params whose change may change what is on screen."""
+
+
+def _hashable(value: Any) -> Hashable:
+    """A param's value as part of a view's key (lists and dicts as tuples)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(v) for v in value)
+    return value

@@ -1,0 +1,99 @@
+"""A bundle's tables as files the dashboard serves: `workbench-downloads/<bundle>/<table>.<fmt>`.
+
+The Results tab's CSV and Parquet links point here, so a table reaches the browser as an
+ordinary HTTP download (written by Arrow in a worker thread, sent in chunks) instead of one
+base64 string through the page's websocket (55 MB of CSV for a million responses). The route
+is added to the dashboard's Tornado app, so the access gate of `ui/access.py` (token, Host,
+Origin) stands in front of it like every other route. `<bundle>` is the bundle folder's path
+relative to the workspace; it is resolved with `workspace.inside` (no `..`, no symbolic link
+out of it) and must be a readable bundle, and `<table>` and `<fmt>` are names from fixed lists:
+anything else is a 404 that names nothing of the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from tornado.web import HTTPError, RequestHandler
+
+from workbench.errors import WorkbenchError
+from workbench.results import Bundle
+from workbench.ui.results_data import FORMATS, TABLES, bundle_table, table_bytes
+from workbench.ui.workspace import inside
+
+__all__ = ["DOWNLOADS", "TableDownloadHandler", "download_href", "download_route"]
+
+DOWNLOADS = "workbench-downloads"
+"""The route's first path segment (under the dashboard's URL prefix)."""
+
+CHUNK = 1 << 20
+"""Bytes written per chunk of a download."""
+
+MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
+"""The Content-Type of each download format."""
+
+
+def download_href(
+    base: str, workspace: str | Path, bundle: str | Path, table: str, fmt: str
+) -> str:
+    """The link of `bundle`'s `table` as `fmt`, relative to the page (`base` is DOWNLOADS, or
+    a path ending in it); the bundle's path is percent-encoded segment by segment.
+    ValueError when the bundle is not inside the workspace."""
+    relative = Path(bundle).resolve().relative_to(Path(workspace).resolve())
+    return f"{base}/{quote(relative.as_posix(), safe='/')}/{table}.{fmt}"
+
+
+def download_route(workspace: str | Path) -> tuple[str, type[RequestHandler], dict[str, str]]:
+    """The Tornado route (pattern, handler, arguments) serving the bundles inside `workspace`;
+    Bokeh puts the URL prefix in front of the pattern."""
+    tables, formats = "|".join(TABLES), "|".join(FORMATS)
+    pattern = rf"/{DOWNLOADS}/(.+)/({tables})\.({formats})"
+    return pattern, TableDownloadHandler, {"workspace": str(Path(workspace).resolve())}
+
+
+class TableDownloadHandler(RequestHandler):
+    """GET a bundle's table as a CSV or Parquet file (see the module's docstring)."""
+
+    def initialize(self, workspace: str) -> None:
+        self.workspace = workspace
+
+    def bundle(self, encoded: str) -> Bundle:
+        """The bundle at `encoded` (relative to the workspace); HTTPError 404 when there is
+        none there, or the path leads out of the workspace."""
+        relative = unquote(encoded)
+        if not relative or relative.startswith("/") or "\\" in relative or "\x00" in relative:
+            raise HTTPError(404)
+        try:
+            return Bundle.open(inside(self.workspace, relative, "download"))
+        except (WorkbenchError, OSError, ValueError):
+            raise HTTPError(404) from None
+
+    async def get(self, encoded: str, table: str, fmt: str) -> None:
+        bundle = self.bundle(encoded)
+        try:
+            data = await asyncio.to_thread(lambda: table_bytes(bundle_table(bundle, table), fmt))
+        except WorkbenchError:  # a damaged table: the page says why next to the link
+            raise HTTPError(404) from None
+        self.set_header("Content-Type", MEDIA_TYPES[fmt])
+        self.set_header(
+            "Content-Disposition", f'attachment; filename="{_file_name(bundle, table, fmt)}"'
+        )
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Cache-Control", "no-store")
+        self.set_header("Content-Length", str(len(data)))
+        for start in range(0, len(data), CHUNK):
+            self.write(data[start : start + CHUNK])
+            await self.flush()
+
+    def write_error(self, status_code: int, **kwargs: object) -> None:
+        """One line, never a traceback or a path."""
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.finish(f"{status_code}: no such bundle table here\n")
+
+
+def _file_name(bundle: Bundle, table: str, fmt: str) -> str:
+    """<run id>-<table>.<fmt>, the run id kept to characters safe in a header."""
+    run_id = "".join(c for c in bundle.run_id if c.isascii() and (c.isalnum() or c in "._-"))
+    return f"{run_id or 'bundle'}-{table}.{fmt}"
