@@ -14,6 +14,7 @@ import pytest
 from browser_pages import SCREENSHOTS, Watched, deep_text
 from dashboard_pages import RUN_TIMEOUT_MS, choose, fill, newest_launch, results_of, run_tab
 from dashboard_pages import status_text as launch_status
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from served import Served
 
 from workbench.results import Bundle
@@ -90,7 +91,12 @@ def drawn(watched: Watched, run_id: str) -> bool:
     """Whether the Results tab shows `run_id` chosen in the picker and its histogram drawn."""
     page = watched.page
     picker = page.locator(".wb-results").get_by_label("Bundle", exact=True)
-    if not picker.count() or not picker.first.evaluate(SELECTED).startswith(run_id):
+    try:  # the tab is redrawn as it opens: an element seen may be gone by the next call
+        if not picker.count() or not picker.first.evaluate(SELECTED, timeout=2_000).startswith(
+            run_id
+        ):
+            return False
+    except PlaywrightTimeoutError:
         return False
     return page.locator(".wb-results-histogram canvas").count() > 0
 

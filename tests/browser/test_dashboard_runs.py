@@ -71,6 +71,7 @@ def test_an_embedded_run_shows_shards_rounds_and_histogram_as_the_cli_would(
     launcher = run_tab(watched, dashboard)
     fill(launcher, "Threads", 1)  # one thread: two spin against each other on 2 busy cores
     fill(launcher, "Agents per shard", 25)  # two shards
+    fill(launcher, "Rounds", 2)  # the spec's default is 1
     launcher.locator(".wb-launcher-run").get_by_role("button").click()
     shards = launcher.locator(".wb-launcher-shards .tabulator-row")
     watched.until(lambda: shards.count() == 2, "two shards in the shard table", RUN_TIMEOUT_MS)
