@@ -70,8 +70,19 @@ def _data(obj: hv.core.Dimensioned) -> list[pd.DataFrame]:
 
 def _alerts(view) -> list[str]:
     """The texts of the Alert panes a view returned."""
-    panes = view.select(pn.pane.Alert) if hasattr(view, "select") else []
-    return [shown_text(p) for p in panes]
+    return [shown_text(p) for p in notices(view)]
+
+
+def notices(view) -> list[pn.pane.Markdown]:
+    """The notice panes (ui/notices.py) in a view."""
+    panes = view.select(pn.pane.Markdown) if hasattr(view, "select") else []
+    return [p for p in panes if "wb-notice" in (p.css_classes or [])]
+
+
+def level(pane: pn.pane.Markdown) -> str:
+    """A notice's level, from its CSS class."""
+    (name,) = [c for c in pane.css_classes if c.startswith("wb-notice-")]
+    return name.removeprefix("wb-notice-")
 
 
 def test_the_picker_lists_the_bundles_with_their_status_model_and_size(
@@ -206,7 +217,7 @@ def test_verify_shows_ok_then_the_problem_of_a_tampered_rounds_file(scratch_resu
     explorer = ResultsExplorer(results_dir=str(scratch_results_dir))
     report = asyncio.run(explorer.verify())
     assert report.ok and explorer.report is report
-    assert [a.alert_type for a in explorer.report_view().select(pn.pane.Alert)] == ["success"]
+    assert [level(a) for a in notices(explorer.report_view())] == ["success"]
     rounds = Bundle.open(explorer.bundle().path).path / "rounds.parquet"
     table = pq.read_table(rounds).to_pandas()
     table.loc[0, "mean"] += 1.0
@@ -215,7 +226,7 @@ def test_verify_shows_ok_then_the_problem_of_a_tampered_rounds_file(scratch_resu
     assert not report.ok
     assert any(p.startswith("rounds.parquet") for p in report.problems), report.problems
     view = explorer.report_view()
-    assert view.alert_type == "danger" and "rounds.parquet" in shown_text(view)
+    assert level(view) == "danger" and "rounds.parquet" in shown_text(view)
 
 
 def test_an_empty_or_missing_folder_shows_a_message(tmp_path) -> None:
@@ -426,7 +437,7 @@ def test_an_empty_folder_is_said_once_with_what_fills_it(tmp_path) -> None:
         results_dir=str(tmp_path), hint="launch a run from the Run tab", view="Tables"
     )
     page = explorer.__panel__()
-    texts = [shown_text(p) for p in page.select(pn.pane.Alert)]
+    texts = [shown_text(p) for p in notices(page)]
     assert texts == [f"{tmp_path}: no bundles here yet; launch a run from the Run tab"]
     assert not explorer._tabs.visible and not explorer._picker.visible
     assert all(v.draws == 0 for views in explorer._views.values() for v in views)

@@ -34,7 +34,7 @@ def notice(text: str, level: Level = "info", css: str = "", **params: object) ->
         "border-radius: 4px; padding: 2px 12px; }\n"
         f":host, .markdown, .markdown * {{ color: {color} !important; }}"
     )
-    classes = [c for c in (css, f"wb-notice-{level}") if c]
+    classes = [c for c in (css, "wb-notice", f"wb-notice-{level}") if c]
     return pn.pane.Markdown(
         text or "-",
         visible=bool(text),

@@ -40,6 +40,7 @@ from workbench.errors import BundleError, WorkbenchError
 from workbench.experiment.compare import config_differences
 from workbench.results import Bundle, VerifyReport, verify_bundle
 from workbench.ui.lazy_view import LazyView, pane_view, watch_first
+from workbench.ui.notices import notice
 from workbench.ui.results_data import (
     BUNDLE_COLUMNS,
     FORMATS,
@@ -380,7 +381,7 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
         if self.report is None:
             return None
         kind = "success" if self.report.ok else "danger"
-        return pn.pane.Alert(md_lines(self.report), alert_type=kind, margin=(5, 10))
+        return notice(md_lines(self.report), kind, margin=(5, 10))
 
     # ------------------------------------------------------------------ the page
 

@@ -16,6 +16,7 @@ import panel as pn
 
 from workbench.errors import WorkbenchError
 from workbench.ui.downloads import download_href
+from workbench.ui.notices import Level, notice
 from workbench.ui.results_data import FORMATS
 from workbench.ui.safe_text import html_text, md
 
@@ -28,9 +29,9 @@ LINK_STYLE = (
 """The download links drawn as the page's outline buttons."""
 
 
-def alert(text: str, kind: str = "warning") -> pn.pane.Alert:
-    """A message as an alert; its text (run ids, errors, paths from the folder) escaped."""
-    return pn.pane.Alert(md(text), alert_type=kind, margin=(5, 10))
+def alert(text: str, kind: Level = "warning") -> pn.pane.Markdown:
+    """A message as a notice; its text (run ids, errors, paths from the folder) escaped."""
+    return notice(md(text), kind, margin=(5, 10))
 
 
 class ResultsViews:
