@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -102,3 +104,21 @@ def assert_user_error(result: Result, *needles: str) -> str:
     for needle in needles:
         assert needle in line, (needle, line)
     return line
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT delivered while inside, to this process and to children started inside.
+
+    A process whose SIGINT is ignored (under nohup, or a non-interactive shell's `&`, as a CI
+    job may be started) passes the ignoring on to its children, and Python then never raises
+    KeyboardInterrupt: the tests of Ctrl-C would test nothing. A handled SIGINT is reset to
+    the default in a child, so handling it here for the moment makes both interruptible."""
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_helpers import TIMEOUT_S, assert_user_error, run_all
+from cli_helpers import TIMEOUT_S, assert_user_error, interruptible, run_all
 
 pytestmark = pytest.mark.slow
 
@@ -153,13 +153,14 @@ def test_ctrl_c_names_the_bundle_and_a_resume_of_a_live_run_is_refused(tmp_path:
     from workbench.results import Bundle
 
     cwd = _with_config(tmp_path, "game: {rounds: 20}", "policy: {kind: random, latency_s: 0.5}")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "workbench.cli", "run", "plain.yaml", "--out", "out"],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    with interruptible():  # an ignored SIGINT would be inherited
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "workbench.cli", "run", "plain.yaml", "--out", "out"],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     try:
         _wait_for(lambda: _running_bundle(tmp_path / "out") is not None)
         bundle = _running_bundle(tmp_path / "out")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_helpers import SLOW_RUN_YAML
+from cli_helpers import SLOW_RUN_YAML, interruptible
 
 from workbench.results import Bundle, verify_bundle
 from workbench.results.layout import LOCK_FILE
@@ -37,12 +37,7 @@ def start_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
     config.write_text(SLOW_RUN_YAML, encoding="utf-8")
     out = tmp_path / "out"
     args = [sys.executable, "-m", "workbench.cli", "run", str(config), "--out", str(out)]
-    # A child inherits an ignored SIGINT (as under nohup or a non-interactive shell's `&`) and
-    # Python then never raises KeyboardInterrupt; a handled one is reset to the default.
-    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    if ignored:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    with interruptible():  # an ignored SIGINT would be inherited
         proc = subprocess.Popen(
             [*args, "--no-progress"],
             cwd=tmp_path,
@@ -50,9 +45,6 @@ def start_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
             stderr=subprocess.PIPE,
             text=True,
         )
-    finally:
-        if ignored:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
     return proc, out
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import interruptible
 
 from workbench.config import PopulationSpec, RunConfig, parse_run_config
 from workbench.errors import ConfigError
@@ -198,7 +199,8 @@ def test_an_interrupt_cancels_the_run_and_shows_its_bundle(
     timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
-        run_cell(shell, f"--out {tmp_path / 'out'} --var played", slow)
+        with interruptible():  # the kernel's SIGINT, even where this job's is ignored
+            run_cell(shell, f"--out {tmp_path / 'out'} --var played", slow)
     finally:
         timer.cancel()
     bundle = shell.user_ns["played"]
