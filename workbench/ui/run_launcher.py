@@ -361,7 +361,11 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         )
         run.on_click(self._on_run)
         check = pn.widgets.Button(
-            label="Check", variant="outline", disabled=self.param.busy, css_classes=[CSS["check"]]
+            label="Check",
+            color="primary",
+            variant="outline",
+            disabled=self.param.busy,
+            css_classes=[CSS["check"]],
         )
         check.on_click(self._on_check)
         cancel_button = pn.widgets.Button(
