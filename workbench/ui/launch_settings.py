@@ -78,11 +78,6 @@ def _defaults() -> dict[str, Any]:
     return {field.key: field.default for field in form_fields()}
 
 
-def section_of(field: FormField) -> str:
-    """The key of the spec a field sits in (`game.prompt`), `run` for top-level keys."""
-    return field.key.rsplit(".", 1)[0] if "." in field.key else "run"
-
-
 class LaunchSettings(param.Parameterized):
     """Everything a run is configured with; `config()` is the RunConfig they describe."""
 
@@ -216,9 +211,7 @@ class LaunchSettings(param.Parameterized):
                 widget.value = shown
             widget.visible = applies(field, values)
         for section, column in self._sections.items():
-            column.visible = any(
-                applies(f, values) for f in form_fields() if section_of(f) == section
-            )
+            column.visible = any(applies(f, values) for f in form_fields() if f.section == section)
         self._check()
 
     def _check(self, *_: Any) -> None:
@@ -289,7 +282,7 @@ class LaunchSettings(param.Parameterized):
                 pn.widgets.IntInput.from_param(self.param.seed, css_classes=[css_class("seed")]),
             ]
             for field in form_fields():
-                section = section_of(field)
+                section = field.section
                 if section not in self._sections:
                     title = SECTION_TITLES.get(section, section.rsplit(".", 1)[-1].capitalize())
                     self._sections[section] = pn.Column(

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import annotated_types
 import panel as pn
 import param
+import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
@@ -55,8 +56,8 @@ class FormField:
 
     @property
     def section(self) -> str:
-        """The spec section the field belongs to (`game`, `model`, ...; `run` at the top)."""
-        return self.key.split(".", 1)[0] if "." in self.key else "run"
+        """The key of the spec the field sits in (`game.prompt`); `run` for top-level keys."""
+        return self.key.rsplit(".", 1)[0] if "." in self.key else "run"
 
     def shown(self, value: Any) -> Any:
         """A config value as the widget holds it."""
@@ -110,8 +111,6 @@ def css_class(key: str) -> str:
 
 def _flow(value: Any) -> str:
     """Data as one line of YAML flow text (`{0: 0.2, 1: 0.8}`)."""
-    import yaml
-
     return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
 
 
