@@ -142,6 +142,10 @@ class LaunchSettings(param.Parameterized):
     )
     config_path = param.String("run.yaml", label="Config file", doc="Open/Save config's file")
     problem = param.String("", doc="output: why config() fails now (checked as you type)")
+    message = param.String(
+        "", doc="output: why nothing started (a ConfigError or model error), or what happened"
+    )
+    message_failed = param.Boolean(False, doc="output: message is an error")
 
     def __init__(self, **params: Any) -> None:
         given = dict(params.pop("values", {}) or {})
@@ -311,14 +315,16 @@ class LaunchSettings(param.Parameterized):
         self._file_action(lambda: f"saved {self.save_config()}")
 
     def _file_action(self, action: Any) -> None:
-        """Run Open/Save; its outcome goes where the page shows messages (`_say`)."""
+        """Run Open/Save; its outcome goes to `message`."""
         try:
             text, failed = action(), False
         except (WorkbenchError, OSError) as exc:
             text, failed = str(exc), True
-        say = getattr(self, "_say", None)
-        if say is not None:
-            say(text, failed)
+        self._say(text, failed)
+
+    def _say(self, text: str, failed: bool) -> None:
+        with param.parameterized.batch_call_watchers(self):
+            self.message, self.message_failed = text, failed
 
 
 def _button(label: str, action: Any, css: str) -> pn.widgets.Button:

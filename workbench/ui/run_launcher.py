@@ -123,10 +123,6 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
     )
 
     # ---- outputs ----------------------------------------------------------------------------
-    message = param.String(
-        "", doc="output: why nothing started (a ConfigError or model error), or what happened"
-    )
-    message_failed = param.Boolean(False, doc="output: message is an error")
     check_message = param.String("", doc="output: the Check button's verdict")
     check_failed = param.Boolean(False, doc="output: check_message is an error")
     busy = param.Boolean(False, doc="output: a launch or a check is under way")
@@ -167,10 +163,6 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         self._reattach()
 
     # ---- actions ----------------------------------------------------------------------------
-
-    def _say(self, text: str, failed: bool) -> None:
-        with param.parameterized.batch_call_watchers(self):
-            self.message, self.message_failed = text, failed
 
     def _config_or_message(self) -> RunConfig | None:
         try:
