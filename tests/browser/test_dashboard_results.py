@@ -102,7 +102,7 @@ def drawn(watched: Watched, run_id: str) -> bool:
 
 
 @pytest.mark.xfail(
-    reason="the page sometimes goes blank while the Results tab is redrawn (2 of 4 full runs of "
+    reason="the page sometimes goes blank while the Results tab is redrawn (3 of 5 runs of "
     "this test on 2026-12-03), after BokehJS's 'top_panel' layout errors (panel-material-ui "
     "#548); issue 20 stays open for it. Not strict: a pass is reported as XPASS",
     strict=False,
