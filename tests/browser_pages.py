@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 from playwright.sync_api import Locator, Page
 from served import REPO
 
@@ -206,3 +207,17 @@ class Watched:
     def wait_text(self, text: str, timeout_ms: float = RENDER_TIMEOUT_MS) -> None:
         """Wait until `text` is visible somewhere on the page."""
         self.page.get_by_text(text).first.wait_for(state="visible", timeout=timeout_ms)
+
+
+def kill_our_browsers() -> int:
+    """Kill the chromium processes below this test process (Playwright's driver started them,
+    so they are ours); how many were killed."""
+    killed = 0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.name().startswith("chrom"):
+                child.kill()
+                killed += 1
+        except psutil.NoSuchProcess:
+            pass
+    return killed

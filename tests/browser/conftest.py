@@ -8,17 +8,44 @@ test artifacts the README's pictures come from.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from browser_pages import Watched
+from browser_pages import Watched, kill_our_browsers
 from playwright.sync_api import Browser, Page, sync_playwright
 from ports import free_port
 from served import Served, start_dashboard_process
 
 CHROMIUM = Path(os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium"))
+
+TEST_LIMIT_S = 900.0
+"""How long one browser test may run before its browser is killed. A Playwright call such as
+`page.evaluate` has no timeout of its own: a page whose script never returns would hold the
+whole run until CI's limit. The slowest test here takes about 3 minutes."""
+
+
+@pytest.fixture(autouse=True)
+def browser_watchdog() -> Iterator[None]:
+    """Past TEST_LIMIT_S, kill this session's chromium processes (proven ours: they descend
+    from this process), so the hung call fails and the run goes on; the test then fails
+    saying so."""
+    fired = threading.Event()
+
+    def kill() -> None:
+        fired.set()
+        kill_our_browsers()
+
+    timer = threading.Timer(TEST_LIMIT_S, kill)
+    timer.daemon = True
+    timer.start()
+    yield
+    timer.cancel()
+    if fired.is_set():
+        pytest.fail(f"the test ran past {TEST_LIMIT_S:.0f} s: its browser was killed")
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +56,19 @@ def browser() -> Iterator[Browser]:
     keeps one for the whole session; `-p no:playwright` in pyproject turns it off.)"""
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} not found: install it with `apt-get install -y chromium`")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield browser
-        browser.close()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=str(CHROMIUM), args=["--no-sandbox"]
+            )
+            yield browser
+            browser.close()
+    finally:
+        # Between its calls the sync API marks its loop as running on this thread; a stop cut
+        # short (a killed browser) could leave it marked, and every later `asyncio.run` and
+        # browser module of the session would fail on it.
+        if asyncio._get_running_loop() is not None:
+            asyncio._set_running_loop(None)
 
 
 @pytest.fixture

@@ -90,19 +90,9 @@ def test_no_planted_text_runs_as_script_on_any_tab(watched: Watched, dashboard: 
     assert page.evaluate(PWNED)
     assert page.evaluate("() => document.querySelectorAll('img[onerror]').length") == 0
     watched.shot("dashboard-hostile-texts")
-    errors = [e for e in watched.errors() if BOKEH_LAYOUT_ERROR not in e[1]]
-    assert errors == [], errors
+    watched.assert_no_errors()
 
 
-BOKEH_LAYOUT_ERROR = "Cannot read properties of undefined (reading 'top_panel')"
-"""A page error Bokeh raises when the Results tab opens with a bundle to plot (in a plot's
-`_measure_layout`), on main before this test too; the next test keeps it in sight."""
-
-
-@pytest.mark.xfail(
-    strict=False,  # a layout race: a machine of another speed may miss it, and say XPASS
-    reason="Bokeh's layout error when the Results tab opens (issue 20's Results-tab errors)",
-)
 def test_opening_the_results_tab_raises_no_page_error(watched: Watched, dashboard: Served) -> None:
     watched.open(dashboard.url)
     watched.page.get_by_role("tab", name="Results").click()

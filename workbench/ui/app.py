@@ -23,6 +23,7 @@ from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
 from workbench.ui.access import Access, auth_provider, guard, new_token
 from workbench.ui.cluster_monitor import ClusterMonitor
 from workbench.ui.downloads import DOWNLOADS, download_route
+from workbench.ui.layout_guard import LayoutGuard
 from workbench.ui.lazy_view import watch_first
 from workbench.ui.offline import cdn_static_dirs
 from workbench.ui.persona_preview import PersonaPreview
@@ -136,7 +137,7 @@ class WorkbenchApp(pn.viewable.Viewer):
         material tabs, which lay out inside it (Panel's own tabs overflow its main area)."""
         import panel_material_ui as pmui
 
-        return pmui.Page(title=TITLE, main=[self.tabs(pmui.Tabs)])
+        return pmui.Page(title=TITLE, main=[LayoutGuard(), self.tabs(pmui.Tabs)])
 
     def __panel__(self) -> pn.viewable.Viewable:
         """The page shell in a server's session (`workbench dashboard`, `panel serve`), the
