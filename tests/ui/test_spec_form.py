@@ -12,6 +12,7 @@ from pydantic import Field
 
 from workbench.config import (
     POLICY_SPECS,
+    DimensionSpec,
     GameSpec,
     ModelSpec,
     PopulationSpec,
@@ -173,15 +174,52 @@ def test_the_population_editors_fields_are_the_specs() -> None:
         assert declared.doc == info.description, key
         assert getattr(editor, name) == ("" if info.default is None else info.default), key
     assert editor.param["sampling"].objects == ["quota", "iid"]
+    for name, key in (("n", "n_agents"), ("seed", "seed")):  # the run's own fields
+        info = RunConfig.model_fields[key]
+        assert editor.param[name].doc == info.description and getattr(editor, name) == info.default
+
+
+def test_the_dimension_cards_carry_dimension_specs_descriptions() -> None:
+    """Each dimension card's `given` and share inputs, and the new-dimension box, show
+    DimensionSpec's own label and descriptions; a field added to DimensionSpec fails here
+    until the cards show it."""
+    assert set(DimensionSpec.model_fields) == {"name", "given", "shares"}
+    editor = PopulationEditor(quickstart_population())
+    view = editor.__panel__()
+    widgets = [w for w in view.select(pn.widgets.Widget) if "description" in w.param]
+    described = {w.description for w in widgets}
+    for key in ("name", "given", "shares"):
+        assert DimensionSpec.model_fields[key].description in described, key
+    given = [w for w in widgets if isinstance(w, pn.widgets.Select) and w.label == "Given"]
+    assert len(given) == len(editor.dimensions)
+    shares = [w for w in widgets if isinstance(w, pn.widgets.FloatInput)]
+    assert shares and all((w.start, w.end) == (0.0, 1.0) for w in shares)
+    assert all(w.description == DimensionSpec.model_fields["shares"].description for w in shares)
 
 
 def test_every_widget_of_the_form_carries_its_specs_description() -> None:
     """What tests/config/test_descriptions.py promises: the dashboard shows the specs' own
-    descriptions (a number or text field's tooltip), never a second wording."""
+    descriptions (a field's tooltip; a checkbox's ⓘ icon beside it), never a second wording;
+    the icon hides with its checkbox."""
     launcher = RunLauncher(results_dir="unused")
     launcher.settings_view()
+    placed = {
+        id(obj.objects[0]): obj
+        for section in launcher._sections.values()
+        for obj in section.objects
+        if isinstance(obj, pn.Row)
+    }
     for field in form_fields():
         widget = launcher._widgets[field.key]
         assert field.description, field.key
         if "description" in widget.param:
             assert widget.description == field.description, field.key
+        else:
+            assert isinstance(widget, pn.widgets.Checkbox), field.key
+            icon = placed[id(widget)].objects[1]
+            assert isinstance(icon, pn.widgets.TooltipIcon) and icon.value == field.description
+    row = placed[id(launcher._widgets["model.constrained"])]
+    launcher.set(**{"policy.kind": "random"})  # no model answers: its fields hide
+    assert not launcher._widgets["model.constrained"].visible and not row.visible
+    launcher.set(**{"policy.kind": "llm"})
+    assert row.visible

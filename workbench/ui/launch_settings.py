@@ -294,7 +294,7 @@ class LaunchSettings(param.Parameterized):
                     )
                     if section == "run":
                         self._sections[section].extend(who)
-                self._sections[section].append(self._widgets[field.key])
+                self._sections[section].append(field.placed(self._widgets[field.key]))
             self._follow()
         files = pn.Row(
             pn.widgets.TextInput.from_param(self.param.config_path, width=240),

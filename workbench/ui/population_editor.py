@@ -21,7 +21,9 @@ import param
 from workbench.config import (
     MAX_AGENTS,
     SHARE_TOLERANCE,
+    DimensionSpec,
     PopulationSpec,
+    RunConfig,
     read_yaml,
     save_yaml,
     to_yaml,
@@ -31,13 +33,16 @@ from workbench.config.base import share_table
 from workbench.errors import ConfigError
 from workbench.ui.notices import notice
 from workbench.ui.safe_text import html_text, md
-from workbench.ui.spec_form import spec_param
+from workbench.ui.spec_form import spec_field, spec_param
 from workbench.ui.workspace import inside, workspace_param, yaml_target
 
 __all__ = ["NO_PARENT", "PopulationEditor"]
 
 NO_PARENT = "(none)"
 """The `given` choice of an unconditional dimension in the page."""
+
+DIMENSION = {key: spec_field(DimensionSpec, key) for key in ("name", "given", "shares")}
+"""DimensionSpec's fields: the dimension cards' labels and tooltips are theirs."""
 
 Table = dict[str, float]
 
@@ -56,10 +61,9 @@ class PopulationEditor(pn.viewable.Viewer):
         " or with given a parent dimension {parent category: {category: share}}; change it "
         "through the methods (add_dimension, set_share, ...) so each change is validated",
     )
-    n = param.Integer(
-        100, bounds=(0, MAX_AGENTS), label="N (agents)", doc="how many agents to sample"
-    )
-    seed = param.Integer(0, bounds=(0, None), label="Seed", doc="the sampling seed")
+    # 0 agents is allowed in the box, so that config() refuses it with the CLI's message
+    n = spec_param(RunConfig, "n_agents", label="N (agents)", bounds=(0, MAX_AGENTS))
+    seed = spec_param(RunConfig, "seed", label="Seed")
     auto_normalize = param.Boolean(
         False,
         label="Keep shares normalized",
@@ -375,9 +379,17 @@ class PopulationEditor(pn.viewable.Viewer):
                 pn.widgets.Select.from_param(self.param.sampling, width=120),
             ),
             pn.widgets.TextInput.from_param(self.param.persona_template),
-            pn.widgets.Checkbox.from_param(self.param.auto_normalize),
+            pn.Row(
+                pn.widgets.Checkbox.from_param(self.param.auto_normalize),
+                pn.widgets.TooltipIcon(value=self.param.auto_normalize.doc, margin=(8, 0, 0, 0)),
+                margin=0,
+            ),
         )
-        new_dimension = pn.widgets.TextInput(label="New dimension", placeholder="e.g. occupation")
+        new_dimension = pn.widgets.TextInput(
+            label="New dimension",
+            placeholder="e.g. occupation",
+            description=DIMENSION["name"].description,
+        )
         add = pn.widgets.Button(label="Add dimension", color="primary")
         add.on_click(lambda _: self._act(self.add_dimension, new_dimension.value))
         normalize_all = pn.widgets.Button(label="Normalize all shares", variant="outline")
@@ -417,7 +429,10 @@ class PopulationEditor(pn.viewable.Viewer):
         parent, category)), add/remove categories, normalize, remove."""
         name = dim["name"]
         given = pn.widgets.Select(
-            label="given", options=[NO_PARENT, *earlier], value=dim.get("given") or NO_PARENT
+            label=DIMENSION["given"].label,
+            description=DIMENSION["given"].description,
+            options=[NO_PARENT, *earlier],
+            value=dim.get("given") or NO_PARENT,
         )
         given.param.watch(
             lambda e: self._act(self.set_given, name, None if e.new == NO_PARENT else e.new),
@@ -428,7 +443,13 @@ class PopulationEditor(pn.viewable.Viewer):
             inputs = []
             for category, share in table.items():
                 box = pn.widgets.FloatInput(
-                    label=category, value=share, step=0.01, start=0.0, width=140
+                    label=category,
+                    value=share,
+                    step=0.01,
+                    start=0.0,
+                    end=1.0,
+                    width=140,
+                    description=DIMENSION["shares"].description,
                 )
                 box.param.watch(
                     lambda e, c=category, p=parent: self._act(

@@ -103,6 +103,18 @@ class FormField:
             options["description"] = self.description or None
         return cls(label=self.label, css_classes=[css_class(self.key)], **options)
 
+    def placed(self, widget: pn.widgets.Widget) -> pn.viewable.Viewable:
+        """`widget` as a form lays it out: a checkbox (no tooltip of its own in this Panel)
+        beside an ⓘ icon carrying the description, as the other widgets carry theirs; its
+        visibility follows the widget's."""
+        if self.kind != "bool" or not self.description:
+            return widget
+        icon = pn.widgets.TooltipIcon(value=self.description, margin=(8, 0, 0, 0))
+        row = pn.Row(widget, icon, margin=0, css_classes=[css_class(self.key) + "-row"])
+        widget.link(row, visible="visible")
+        row.visible = widget.visible
+        return row
+
 
 def css_class(key: str) -> str:
     """The CSS class of a field's widget: `wb-field-game-ratio` (for tests and styling)."""
@@ -279,8 +291,8 @@ def spec_field(spec: type[BaseModel], key: str) -> FormField:
 
 def spec_param(spec: type[BaseModel], key: str, **overrides: Any) -> param.Parameter:
     """A param standing for one field of `spec` (a component that keeps a spec's scalar
-    fields as params, the PopulationEditor): its label, description, default and choices are
-    the spec's; `overrides` for what the component adds."""
+    fields as params, the PopulationEditor): its label, description, default, bounds and
+    choices are the spec's; `overrides` for what the component adds or must differ."""
     field = spec_field(spec, key)
     common: dict[str, Any] = {"label": field.label, "doc": field.description}
     if field.kind == "choice":
@@ -289,6 +301,9 @@ def spec_param(spec: type[BaseModel], key: str, **overrides: Any) -> param.Param
         )
     elif field.kind == "text":
         made = param.String("" if field.default is None else field.default, **common | overrides)
+    elif field.kind == "int":
+        low, high = (None if b is None or abs(b) >= JS_SAFE else int(b) for b in field.bounds)
+        made = param.Integer(field.default, **common | {"bounds": (low, high)} | overrides)
     else:
-        raise TypeError(f"{key}: spec_param makes text and choice params, not {field.kind}")
+        raise TypeError(f"{key}: spec_param makes text, choice and int params, not {field.kind}")
     return made
