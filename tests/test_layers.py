@@ -26,6 +26,22 @@ def test_imports_point_down_the_layers_of_design_md() -> None:
     assert "0 broken." in result.stdout, result.stdout[-2000:]
 
 
+def test_ruff_finds_nothing_in_the_code_tests_and_notebooks() -> None:
+    """`ruff check .` with pyproject's rules, notebooks included (names a cell magic sets are
+    the one exception, declared in pyproject)."""
+    exe = shutil.which("ruff", path=str(Path(sys.executable).parent))
+    assert exe is not None, "ruff is a dev dependency: run `bash .ci/setup`"
+    result = subprocess.run(
+        [exe, "check", "--no-cache", "--output-format", "concise", "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
 def test_no_module_is_over_1000_lines() -> None:
     long = {
         str(path.relative_to(ROOT)): n
