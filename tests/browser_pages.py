@@ -209,15 +209,38 @@ class Watched:
         self.page.get_by_text(text).first.wait_for(state="visible", timeout=timeout_ms)
 
 
-def kill_our_browsers() -> int:
-    """Kill the chromium processes below this test process (Playwright's driver started them,
-    so they are ours); how many were killed."""
-    killed = 0
+def our_browsers() -> list[psutil.Process]:
+    """The chromium processes below this test process (Playwright's driver started them, so
+    they are ours)."""
+    found = []
     for child in psutil.Process().children(recursive=True):
         try:
             if child.name().startswith("chrom"):
-                child.kill()
-                killed += 1
+                found.append(child)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+def browsers_memory() -> int:
+    """The resident bytes of our chromium processes together (shared pages counted in each: an
+    upper bound)."""
+    total = 0
+    for process in our_browsers():
+        try:
+            total += process.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def kill_our_browsers() -> int:
+    """Kill our chromium processes (see `our_browsers`); how many were killed."""
+    killed = 0
+    for process in our_browsers():
+        try:
+            process.kill()
+            killed += 1
         except psutil.NoSuchProcess:
             pass
     return killed

@@ -11,41 +11,57 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from browser_pages import Watched, kill_our_browsers
+from browser_pages import Watched, browsers_memory, kill_our_browsers
 from playwright.sync_api import Browser, Page, sync_playwright
 from ports import free_port
 from served import Served, start_dashboard_process
 
 CHROMIUM = Path(os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium"))
 
-TEST_LIMIT_S = 900.0
+TEST_LIMIT_S = 600.0
 """How long one browser test may run before its browser is killed. A Playwright call such as
 `page.evaluate` has no timeout of its own: a page whose script never returns would hold the
 whole run until CI's limit. The slowest test here takes about 3 minutes."""
 
+MEMORY_LIMIT = 6 * 2**30
+"""The most resident memory our chromium processes may hold together before they are killed:
+a page script that loops while it allocates would otherwise take the machine's memory, and
+every test after it (normal use here is about 1 GiB)."""
+
 
 @pytest.fixture(autouse=True)
 def browser_watchdog() -> Iterator[None]:
-    """Past TEST_LIMIT_S, kill this session's chromium processes (proven ours: they descend
-    from this process), so the hung call fails and the run goes on; the test then fails
-    saying so."""
-    fired = threading.Event()
+    """Past TEST_LIMIT_S or MEMORY_LIMIT, kill this session's chromium processes (proven ours:
+    they descend from this process), so the hung call fails and the run goes on; the test then
+    fails saying why."""
+    done = threading.Event()
+    why: list[str] = []
 
-    def kill() -> None:
-        fired.set()
-        kill_our_browsers()
+    def watch() -> None:
+        deadline = time.monotonic() + TEST_LIMIT_S
+        while not done.wait(2.0):
+            held = browsers_memory()
+            if time.monotonic() > deadline:
+                why.append(f"the test ran past {TEST_LIMIT_S:.0f} s")
+            elif held > MEMORY_LIMIT:
+                why.append(f"chromium held {held / 2**30:.1f} GiB")
+            else:
+                continue
+            kill_our_browsers()
+            return
 
-    timer = threading.Timer(TEST_LIMIT_S, kill)
-    timer.daemon = True
-    timer.start()
+    watcher = threading.Thread(target=watch, name="browser-watchdog", daemon=True)
+    watcher.start()
     yield
-    timer.cancel()
-    if fired.is_set():
-        pytest.fail(f"the test ran past {TEST_LIMIT_S:.0f} s: its browser was killed")
+    done.set()
+    watcher.join()
+    if why:
+        pytest.fail(f"{why[0]}: its browser was killed")
 
 
 @pytest.fixture(scope="module")

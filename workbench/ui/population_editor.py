@@ -381,7 +381,7 @@ class PopulationEditor(pn.viewable.Viewer):
             pn.widgets.TextInput.from_param(self.param.persona_template),
             pn.Row(
                 pn.widgets.Checkbox.from_param(self.param.auto_normalize),
-                pn.widgets.TooltipIcon(value=self.param.auto_normalize.doc, margin=(8, 0, 0, 0)),
+                pn.widgets.TooltipIcon(value=self.param.auto_normalize.doc, margin=(4, 0, 0, 0)),
                 margin=0,
             ),
         )

@@ -110,7 +110,7 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
         "education, profession, gender, model, ...).",
     )
     kind = param.Selector(
-        default="bars",
+        default="heatmap",
         objects=list(plots.KINDS),
         doc="How the distribution is drawn: bars (shares per guess), heatmap, quantiles "
         "(boxes from exact quantiles) or means (with 95% intervals).",

@@ -109,7 +109,7 @@ class FormField:
         visibility follows the widget's."""
         if self.kind != "bool" or not self.description:
             return widget
-        icon = pn.widgets.TooltipIcon(value=self.description, margin=(8, 0, 0, 0))
+        icon = pn.widgets.TooltipIcon(value=self.description, margin=(4, 0, 0, 0))
         row = pn.Row(widget, icon, margin=0, css_classes=[css_class(self.key) + "-row"])
         widget.link(row, visible="visible")
         row.visible = widget.visible
