@@ -37,6 +37,10 @@ GUARDED = (
 )
 """Whether the page's LayoutGuard patched BokehJS (`ui/layout_guard.py`)."""
 
+BACKENDS = """() => [...Bokeh.documents[0].all_models]
+  .filter(m => typeof m.output_backend === "string").map(m => m.output_backend)"""
+"""How the page's plots draw: the dashboard asks for a 2D canvas (`app.canvas_plots`)."""
+
 SELECTED = "e => e.options[e.selectedIndex] ? e.options[e.selectedIndex].text : ''"
 
 
@@ -135,6 +139,7 @@ def test_the_results_tab_opened_after_a_run_draws_it_fast_and_without_errors(
                       shown=watched.errors)  # fmt: skip
         watched.wait_idle()
         assert watched.page.evaluate(GUARDED), attempt
+        assert set(watched.page.evaluate(BACKENDS)) == {"canvas"}, attempt
         if new := watched.errors()[seen:]:
             errors[attempt] = new
         print(f"try {attempt}: drawn in {draws[-1]:.2f} s (target {DRAW_S} s), idle "

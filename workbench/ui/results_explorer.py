@@ -432,6 +432,7 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
             disabled=True,
             show_index=False,
             hidden_columns=["path"],
+            layout="fit_columns",  # the page's width shared out: no measuring of every cell
             sizing_mode="stretch_width",
         )
         self._picker = pn.Column(
