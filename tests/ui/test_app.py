@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import holoviews as hv
 import pytest
 from bokeh.document import Document
 from bokeh.models import TablerIcon
 
-from workbench.ui.app import TABS, WorkbenchApp, quickstart_population
+from workbench.ui.app import TABS, WorkbenchApp, canvas_plots, quickstart_population
+from workbench.ui.layout_guard import LayoutGuard
 
 
 def test_the_editor_feeds_the_preview_and_the_launcher(tmp_path: Path) -> None:
@@ -30,3 +32,18 @@ def test_no_widget_of_any_tab_asks_for_a_cdn_icon(tab: str, tmp_path: Path) -> N
     drawn (dynamic tabs), so each is opened in turn."""
     root = WorkbenchApp(results_dir=str(tmp_path), tab=tab).tabs().get_root(Document())
     assert not [m for m in root.references() if isinstance(m, TablerIcon)]
+
+
+def test_the_served_page_carries_the_layout_guard_and_draws_on_canvas(tmp_path: Path) -> None:
+    """The page shell holds the guard for BokehJS measuring a plot with no layout yet (its
+    effect is checked in a browser: tests/browser/test_dashboard_results.py), and `serve` asks
+    HoloViews for canvas plots."""
+    page = WorkbenchApp(results_dir=str(tmp_path)).page()
+    assert len(page.select(LayoutGuard)) == 1
+    renderer = hv.renderer("bokeh")
+    before = renderer.webgl
+    try:
+        canvas_plots()
+        assert renderer.webgl is False
+    finally:
+        renderer.webgl = before
