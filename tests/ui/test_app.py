@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import holoviews as hv
+import panel as pn
 import pytest
 from bokeh.document import Document
 from bokeh.models import TablerIcon
+from panel.util import edit_readonly
 
 from workbench.ui.app import TABS, WorkbenchApp, canvas_plots, quickstart_population
 from workbench.ui.layout_guard import LayoutGuard
@@ -47,3 +49,17 @@ def test_the_served_page_carries_the_layout_guard_and_draws_on_canvas(tmp_path: 
         assert renderer.webgl is False
     finally:
         renderer.webgl = before
+
+
+def test_the_page_shell_does_not_follow_the_busy_state(tmp_path: Path) -> None:
+    """The page's own polling turns `pn.state.busy` on and off every second; the shell's busy
+    property must not follow it (each change walks every model of the page on the server)."""
+    page = WorkbenchApp(results_dir=str(tmp_path)).page()
+    assert page.busy_indicator is None
+    with edit_readonly(pn.state):
+        pn.state.busy = True
+    try:
+        assert page.busy is False
+    finally:
+        with edit_readonly(pn.state):
+            pn.state.busy = False

@@ -134,10 +134,23 @@ class WorkbenchApp(pn.viewable.Viewer):
 
     def page(self) -> pn.viewable.Viewable:
         """The tabs in the served page shell (a title bar over the whole window); its own
-        material tabs, which lay out inside it (Panel's own tabs overflow its main area)."""
-        import panel_material_ui as pmui
+        material tabs, which lay out inside it (Panel's own tabs overflow its main area).
 
-        return pmui.Page(title=TITLE, main=[LayoutGuard(), self.tabs(pmui.Tabs)])
+        The shell's busy bar is off and unbound from `pn.state.busy`: the page's own polling
+        (the launcher and the monitor, every second) turns busy on and off, and each change
+        of a shell property walks every model of the page on the server (`Model.select` in
+        Panel's `_patch_datamodel_ref`): 12-27 ms a change, about a quarter of a core per open
+        page, for a bar that flickered with every poll. Each component says its own progress.
+        """
+        import panel_material_ui as pmui
+        from panel.util import edit_readonly
+
+        page = pmui.Page(
+            title=TITLE, main=[LayoutGuard(), self.tabs(pmui.Tabs)], busy_indicator=None
+        )
+        with edit_readonly(page):
+            page.busy = False  # a value in place of the reference: no longer follows the state
+        return page
 
     def __panel__(self) -> pn.viewable.Viewable:
         """The page shell in a server's session (`workbench dashboard`, `panel serve`), the
