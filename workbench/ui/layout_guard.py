@@ -9,8 +9,9 @@ unmounts the whole tree and leaves the page blank under its title bar.
 
 `LayoutGuard` is an invisible component whose script makes that measure build the plot's
 layout first, as BokehJS's own `invalidate_layout` does (`update_layout`, then measure). It
-patches the class once per page, whatever the number of guards; the page shell and the results
-explorer each carry one, so a notebook's explorer is guarded as the dashboard is.
+patches the class once per page, whatever the number of guards. The served page shell carries
+one (`WorkbenchApp.page`); inline in a notebook the components sit in Panel's own tabs, which
+BokehJS lays out itself, and carry none.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from workbench.config.base import share_table
 from workbench.errors import ConfigError
 from workbench.ui.notices import notice
 from workbench.ui.safe_text import html_text, md
-from workbench.ui.spec_form import spec_field, spec_param
+from workbench.ui.spec_form import spec_field, spec_param, with_tooltip
 from workbench.ui.workspace import inside, workspace_param, yaml_target
 
 __all__ = ["NO_PARENT", "PopulationEditor"]
@@ -379,10 +379,9 @@ class PopulationEditor(pn.viewable.Viewer):
                 pn.widgets.Select.from_param(self.param.sampling, width=120),
             ),
             pn.widgets.TextInput.from_param(self.param.persona_template),
-            pn.Row(
+            with_tooltip(
                 pn.widgets.Checkbox.from_param(self.param.auto_normalize),
-                pn.widgets.TooltipIcon(value=self.param.auto_normalize.doc, margin=(4, 0, 0, 0)),
-                margin=0,
+                str(self.param.auto_normalize.doc),
             ),
         )
         new_dimension = pn.widgets.TextInput(

@@ -109,11 +109,17 @@ class FormField:
         visibility follows the widget's."""
         if self.kind != "bool" or not self.description:
             return widget
-        icon = pn.widgets.TooltipIcon(value=self.description, margin=(4, 0, 0, 0))
-        row = pn.Row(widget, icon, margin=0, css_classes=[css_class(self.key) + "-row"])
+        row = with_tooltip(widget, self.description, css_classes=[css_class(self.key) + "-row"])
         widget.link(row, visible="visible")
         row.visible = widget.visible
         return row
+
+
+def with_tooltip(widget: pn.widgets.Widget, text: str, **params: Any) -> pn.Row:
+    """`widget` beside an ⓘ icon carrying `text` (for a checkbox, which has no tooltip of its
+    own in this Panel)."""
+    icon = pn.widgets.TooltipIcon(value=text, margin=(4, 0, 0, 0))
+    return pn.Row(widget, icon, margin=0, **params)
 
 
 def css_class(key: str) -> str:
