@@ -11,15 +11,12 @@ import itertools
 
 import numpy as np
 import pytest
-from sampler_rule import reference as sampler_rule
-from scipy import stats
+from answer_law import chi_square_p, expected_answers
 
 from workbench.agents import streams
 from workbench.config import GameSpec, RunConfig
 from workbench.llm.answer_trie import STEP_STREAM, PromptGroup, TrieCounts, draw_answers
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
-from workbench.llm.embedded.engine import chat_tokens, last_logits
-from workbench.llm.embedded.llamacpp import LlamaCppModel
 from workbench.runtime import Simulation
 from workbench.runtime.exactness import check_exact
 
@@ -74,55 +71,6 @@ def test_a_changed_answer_is_caught(education_spec, embedded_model, tmp_path) ->
     pq.write_table(table.set_column(table.schema.get_field_index("raw"), "raw", [raw]), part)
     report = check_exact(Bundle.open(bundle.path), embedded_model, agents=3)
     assert not report.exact and [m["agent_id"] for m in report.mismatches] == [0]
-
-
-def expected_answers(
-    model: LlamaCppModel, request: ChatRequest, params: SamplingParams, rule=sampler_rule
-) -> dict[str, float]:
-    """Every answer's probability, walked node by node with llama.cpp's plain `eval` from a
-    cleared context and the sampler's rule written out with loops (`test_sampler.reference`)."""
-    scorer = model.node_scorer()
-    vocab = scorer._vocabulary(*request.constraint.integer_range)
-    engine = model.engine
-    llm = engine.llm
-    tokens, _ = chat_tokens(llm, engine.formatter, request)
-    out: dict[str, float] = {}
-
-    def visit(prefix: list[int], text: str, p: float) -> None:
-        if len(prefix) == params.max_tokens or (text and not vocab.can_continue(text)):
-            out[text] = out.get(text, 0.0) + p
-            return
-        engine.forget()
-        llm.eval(tokens + prefix)
-        allowed = vocab.allowed(text)
-        logits = last_logits(llm)[allowed].astype(np.float64).tolist()
-        for position, q in rule(logits, params.temperature, params.top_p).items():
-            token = int(allowed[position])
-            if vocab.is_end(token):
-                out[text] = out.get(text, 0.0) + p * q
-            else:
-                visit([*prefix, token], text + vocab.piece(token), p * q)
-
-    with engine.lock:
-        visit([], "", 1.0)
-        engine.forget()
-    return out
-
-
-def chi_square_p(observed: dict[str, int], expected: dict[str, float], n: int) -> float:
-    """Pearson's test over answers expected at least 5 times, the rest pooled."""
-    big = [a for a, p in expected.items() if p * n >= 5]
-    obs = [observed.get(a, 0) for a in big]
-    exp = [expected[a] * n for a in big]
-    rest_obs = n - sum(obs)
-    rest_exp = n - sum(exp)
-    if rest_exp >= 5:
-        obs.append(rest_obs)
-        exp.append(rest_exp)
-    else:
-        assert rest_obs <= 5 + 3 * rest_exp  # nothing drawn where the model puts no mass
-        exp = [e * sum(obs) / sum(exp) for e in exp]
-    return float(stats.chisquare(obs, exp).pvalue)
 
 
 def test_frequencies_match_the_models_probabilities(embedded_model) -> None:

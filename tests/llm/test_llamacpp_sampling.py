@@ -1,10 +1,12 @@
-"""The embedded model's sampler chain with the integer grammar run on its few candidates draws
-exactly what llama-cpp-python's own chain (grammar over all 49152 tokens) draws."""
+"""The embedded model's sampler chain (the one law in llama.cpp's samplers) with the integer
+grammar run on its few candidates draws exactly what the same chain draws with the grammar over
+all 49152 tokens."""
 
 from __future__ import annotations
 
 import pytest
 
+from workbench.llm.base import SamplingParams
 from workbench.llm.embedded.engine import grammar_text
 from workbench.llm.embedded.llamacpp_sampling import answer_sampler
 from workbench.llm.grammar import integer_range_grammar
@@ -34,8 +36,10 @@ def test_the_shrunk_chain_draws_what_the_full_chain_draws(
         for seed in range(40):
             for temperature in (0.0, 0.7, 1.5):
                 llm.set_seed(seed)
-                full = llm._init_sampler(temp=temperature, top_p=0.95, grammar=grammar)
-                shrunk = answer_sampler(llm, temperature, 0.95, grammar, candidates)
+                params = SamplingParams(temperature=temperature, top_p=0.95, min_p=0.01)
+                full = answer_sampler(llm, params, grammar, None)
+                llm.set_seed(seed)
+                shrunk = answer_sampler(llm, params, grammar, candidates)
                 pair = (full.sample(llm._ctx, -1), shrunk.sample(llm._ctx, -1))
                 assert pair[0] == pair[1], (seed, temperature, pair)
                 drawn.append(pair[0])

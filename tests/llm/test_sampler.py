@@ -11,14 +11,52 @@ from workbench.llm.sampler import distribution, draw
 
 
 @pytest.mark.parametrize(
-    ("temperature", "top_p"), [(0.7, 0.95), (1.0, 1.0), (0.3, 0.5), (1.7, 0.9), (0.0, 0.95)]
+    ("temperature", "top_p", "top_k", "min_p"),
+    [
+        (0.7, 0.95, 40, 0.0),
+        (1.0, 1.0, 40, 0.0),
+        (0.3, 0.5, 40, 0.0),
+        (1.7, 0.9, 40, 0.0),
+        (0.0, 0.95, 40, 0.0),
+        (1.0, 1.0, 0, 0.0),
+        (1.0, 0.99, 5, 0.0),
+        (0.7, 0.95, 0, 0.05),
+        (1.3, 0.8, 12, 0.2),
+        (1.0, 1.0, 3, 0.9),
+    ],
 )
-def test_distribution_follows_the_documented_rule(temperature: float, top_p: float) -> None:
+def test_distribution_follows_the_documented_rule(
+    temperature: float, top_p: float, top_k: int, min_p: float
+) -> None:
     rng = np.random.default_rng(7)
     logits = rng.normal(0, 2, size=60).tolist()
-    got = distribution(np.array(logits), SamplingParams(temperature=temperature, top_p=top_p))
-    want = reference(logits, temperature, top_p)
+    params = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p)
+    got = distribution(np.array(logits), params)
+    want = reference(logits, temperature, top_p, top_k, min_p)
     assert dict(zip(got.choices.tolist(), got.probs.tolist(), strict=True)) == pytest.approx(want)
+
+
+def test_min_p_applies_after_the_temperature_and_before_top_p() -> None:
+    """vLLM's order: min-p is measured on the tempered probabilities, and top-p on what min-p
+    left (llama.cpp's default chain did top-p and min-p at temperature 1, before it)."""
+    logits = np.log(np.array([0.5, 0.3, 0.15, 0.05]))
+    hot = distribution(logits, SamplingParams(temperature=2.0, top_p=1.0, top_k=0, min_p=0.4))
+    cold = distribution(logits, SamplingParams(temperature=0.5, top_p=1.0, top_k=0, min_p=0.4))
+    # tempered by 2, p/p_max = sqrt(0.3/0.5) = 0.77, sqrt(0.15/0.5) = 0.55 and sqrt(0.1) = 0.32
+    assert hot.choices.tolist() == [0, 1, 2]
+    assert cold.choices.tolist() == [0]  # tempered by 0.5: (0.3/0.5)^2 = 0.36 < 0.4
+    head = distribution(logits, SamplingParams(temperature=1.0, top_p=0.7, top_k=0, min_p=0.5))
+    # min-p leaves 0.5 and 0.3 (0.625, 0.375): top-p 0.7 then keeps both
+    assert head.choices.tolist() == [0, 1]
+
+
+def test_out_of_range_settings_are_refused_naming_the_setting() -> None:
+    for bad, message in (
+        ({"top_k": -1}, r"top_k must be in \[0, 1000000\], got -1"),
+        ({"min_p": 1.5}, r"min_p must be in \[0, 1\], got 1.5"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            SamplingParams(**bad)
 
 
 def test_draw_frequencies_match_the_probabilities() -> None:

@@ -19,6 +19,7 @@ from workbench.errors import ConfigError, ModelError
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
 from workbench.llm.openai_compat import OpenAICompatModel
 from workbench.llm.servers import (
+    LLAMA_SERVER_ORDER,
     PROBE_MESSAGES,
     PROBE_VALUE,
     ServerInfo,
@@ -60,9 +61,33 @@ def test_auto_on_vllm_picks_structured_outputs_and_names_the_server_and_version(
         "version": "0.32.0",
         "owned_by": "vllm",
         "constraint": "structured_outputs",
+        "sampling_law": "yes: every setting sent, in the law's order",
     }
     assert "structured_outputs" in sent["body"] and "grammar" not in sent["body"]
+    # every setting of the one sampling law goes to vLLM, so no server default applies
+    assert {k: sent["body"][k] for k in ("temperature", "top_p", "top_k", "min_p")} == {
+        "temperature": PARAMS.temperature,
+        "top_p": PARAMS.top_p,
+        "top_k": PARAMS.top_k,
+        "min_p": PARAMS.min_p,
+    }
     assert len(probes) == 1  # the likeliest mode first: one probe proves it
+
+
+@pytest.mark.parametrize(
+    ("kind", "sent"),
+    [
+        ("vllm", {"top_k": -1, "min_p": 0.1}),
+        ("llama.cpp", {"top_k": 0, "min_p": 0.1, "samplers": LLAMA_SERVER_ORDER}),
+        ("llama-cpp-python", {"top_k": 0, "min_p": 0.1}),
+        ("openai-compatible", {}),
+    ],
+)
+def test_each_server_gets_the_law_in_its_own_names(kind: str, sent: dict) -> None:
+    """top-k off is -1 for vLLM (every version takes it); llama-server also takes the order."""
+    params = SamplingParams(top_k=0, min_p=0.1)
+    assert ServerInfo(kind).law_body(params) == sent
+    assert LLAMA_SERVER_ORDER == ["temperature", "min_p", "top_k", "top_p"]
 
 
 def test_an_old_vllm_gets_guided_regex():

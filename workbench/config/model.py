@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from workbench.config.base import StrictModel, for_kinds
+from workbench.config.sampling import sampling_field
 
 PARALLEL_SIZES = ("tensor_parallel_size", "pipeline_parallel_size")
 """vLLM engine arguments whose product is the GPUs one engine holds."""
@@ -38,19 +39,11 @@ class ModelSpec(StrictModel):
         json_schema_extra=for_kinds("embedded"),
         description="kind embedded: a GGUF model file; the shipped SmolLM2-135M when absent",
     )
-    temperature: float = Field(
-        0.7, ge=0, le=2, description="sampling temperature, 0-2 (0: always the likeliest token)"
-    )
-    top_p: float = Field(
-        0.95,
-        title="Top p",
-        gt=0,
-        le=1,
-        description="nucleus sampling: keep the likeliest tokens up to this mass",
-    )
-    max_tokens: int = Field(
-        8, ge=1, le=4096, description="most tokens generated per answer (1-4096)"
-    )
+    temperature: float = sampling_field("temperature")
+    min_p: float = sampling_field("min_p", title="Min p")
+    top_k: int = sampling_field("top_k", title="Top k")
+    top_p: float = sampling_field("top_p", title="Top p")
+    max_tokens: int = sampling_field("max_tokens")
     n_ctx: int = Field(
         2048,
         title="Context tokens",

@@ -1,6 +1,7 @@
 """Batch-first chat models: the interface, the embedded llama.cpp default, and a factory."""
 
 from workbench.config import ModelSpec, RunConfig
+from workbench.config.sampling import SETTINGS
 from workbench.llm.base import ChatRequest, ChatResult, OutputConstraint, SamplingParams
 from workbench.llm.chat_model import ChatModel, as_chat_model
 
@@ -48,10 +49,8 @@ def model_for(config: RunConfig) -> ChatModel:
 
 
 def sampling_params(spec: ModelSpec) -> SamplingParams:
-    """The sampling settings a `ModelSpec` asks for."""
-    return SamplingParams(
-        temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens
-    )
+    """The sampling settings a `ModelSpec` asks for (every setting of the one law)."""
+    return SamplingParams(**{name: getattr(spec, name) for name in SETTINGS})
 
 
 __all__ = [

@@ -9,12 +9,15 @@ progress is reported as it goes (`track_progress`, `report_answered`, `report_dr
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from workbench.config.sampling import SETTINGS, law
 
 Message = dict[str, str]
 ErrorKind = Literal["model_error", "timeout"]
@@ -40,19 +43,22 @@ def split_extraction(raw: str) -> tuple[str, str | None]:
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """Sampling settings shared by every request of one batch."""
+    """Sampling settings shared by every request of one batch: the one sampling law's
+    (`config.sampling`: defaults, ranges, the order they apply in), which every path follows."""
 
-    temperature: float = 0.7
-    top_p: float = 0.95
-    max_tokens: int = 8
+    temperature: float = float(SETTINGS["temperature"].default)
+    top_p: float = float(SETTINGS["top_p"].default)
+    max_tokens: int = int(SETTINGS["max_tokens"].default)
+    top_k: int = int(SETTINGS["top_k"].default)
+    min_p: float = float(SETTINGS["min_p"].default)
 
     def __post_init__(self) -> None:
-        if not 0 <= self.temperature <= 2:
-            raise ValueError(f"temperature must be in [0, 2], got {self.temperature}.")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}.")
-        if self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}.")
+        for name, setting in SETTINGS.items():
+            setting.check(name, getattr(self, name))
+
+    def describe(self) -> dict[str, Any]:
+        """The law and these settings as plain data (the manifest, a model's identity)."""
+        return law(dataclasses.asdict(self))
 
 
 @dataclass(frozen=True)

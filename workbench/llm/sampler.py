@@ -5,13 +5,16 @@ so the draw can be shared out: the logits of one trie node are turned into one d
 every agent at that node picks from it with its own counter-based uniform (`agents.streams`).
 Nothing here depends on how many agents ask, in which order, on which shard or backend.
 
-The rule, version `SAMPLER_VERSION` (recorded in the manifest and part of every cache key):
+The rule is the one sampling law (`config.sampling`, whose version and settings the manifest
+records through `SamplingParams.describe`), in vLLM's order:
 
 1. Only the allowed tokens take part (the caller passes their logits, in ascending token id).
 2. Temperature 0: the likeliest token; ties go to the lowest token id. No uniform is used.
-3. Otherwise the logits are divided by the temperature, sorted by decreasing logit (ties by
-   ascending token id), cut to the `TOP_K` likeliest, turned into probabilities (softmax), cut
-   to the shortest head whose mass reaches `top_p` (at least one token) and renormalised.
+3. Otherwise the logits are divided by the temperature and sorted by decreasing logit (ties by
+   ascending token id); tokens whose probability is below `min_p` times the likeliest's are
+   dropped, then all but the `top_k` likeliest (`top_k` 0: none); what is left is turned into
+   probabilities (softmax), cut to the shortest head whose mass reaches `top_p` (at least one
+   token) and renormalised.
 4. An agent with uniform u in [0, 1) takes the first token whose cumulative probability exceeds
    u (inverse CDF, in the sorted order of step 3).
 
@@ -22,27 +25,13 @@ every machine.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from workbench.llm.base import SamplingParams
 
-SAMPLER_VERSION = "workbench-sampler/1"
-TOP_K = 40
-"""Tokens kept before top-p (llama.cpp's completion default, which the embedded model has
-always sampled with)."""
-
-
-def describe(params: SamplingParams) -> dict[str, Any]:
-    """The sampler and its settings as plain data: for the manifest and for cache keys."""
-    return {
-        "sampler": SAMPLER_VERSION,
-        "order": "allowed set, temperature, top-k, top-p, inverse CDF",
-        "top_k": TOP_K,
-        "temperature": params.temperature,
-        "top_p": params.top_p,
-    }
+SAMPLER_VERSION = "workbench-sampler/2"
+"""How this module draws with the law: inverse CDF over the law's distribution, in float64."""
 
 
 @dataclass(frozen=True)
@@ -75,7 +64,12 @@ def distribution(logits: np.ndarray, params: SamplingParams) -> Distribution:
         best = int(positions[finite][np.argmax(z[finite])])  # argmax: the first (lowest id)
         return Distribution(np.array([best], dtype=np.int64), np.ones(1))
     scaled = z[finite] / params.temperature
-    order = positions[finite][np.lexsort((positions[finite], -scaled))][:TOP_K]
+    order = positions[finite][np.lexsort((positions[finite], -scaled))]
+    head = z[order] / params.temperature
+    if params.min_p > 0:  # p_i >= min_p * p_max, in logits: z_i - z_max >= log(min_p)
+        order = order[head - head[0] >= np.log(params.min_p)]
+    if params.top_k > 0:
+        order = order[: params.top_k]
     head = z[order] / params.temperature
     probs = np.exp(head - head[0])
     probs /= probs.sum()

@@ -20,7 +20,7 @@ from typing import Any, Generic, Literal, TypeVar
 import httpx
 
 from workbench.errors import ModelError
-from workbench.llm.base import Attempt, OutputConstraint, most_informative
+from workbench.llm.base import Attempt, OutputConstraint, SamplingParams, most_informative
 from workbench.llm.grammar import integer_range_grammar, integer_range_regex
 
 ConstraintMode = Literal["grammar", "structured_outputs", "guided_regex", "json_schema"]
@@ -38,6 +38,9 @@ PROBE_VALUE = 2718
 
 PROBE_MESSAGES = ({"role": "user", "content": "Write the word apple, and nothing else."},)
 PROBE_CONSTRAINT = OutputConstraint(integer_range=(PROBE_VALUE, PROBE_VALUE))
+
+LLAMA_SERVER_ORDER = ["temperature", "min_p", "top_k", "top_p"]
+"""The law's order in llama-server's `samplers` (its own default puts the temperature last)."""
 
 STRUCTURED_OUTPUTS_SINCE = (0, 12)
 """vLLM versions before this take `guided_regex`; from it on `structured_outputs`."""
@@ -59,6 +62,29 @@ class ServerInfo:
     def describe(self) -> str:
         """E.g. "vllm 0.32.0"."""
         return f"{self.kind} {self.version}" if self.version else self.kind
+
+    def law_body(self, params: SamplingParams) -> dict[str, Any]:
+        """The request fields that carry the sampling law's settings beyond temperature and
+        top_p, in the names this server takes (`config.sampling`): every setting is sent, so
+        no server-side default (a model's generation config) applies."""
+        if self.kind == "vllm":  # its own order is the law's; -1 turns top-k off everywhere
+            return {"top_k": params.top_k or -1, "min_p": params.min_p}
+        if self.kind == "llama.cpp":  # llama-server takes the order too
+            return {"top_k": params.top_k, "min_p": params.min_p, "samplers": LLAMA_SERVER_ORDER}
+        if self.kind == "llama-cpp-python":
+            return {"top_k": params.top_k, "min_p": params.min_p}
+        return {}
+
+    def law_followed(self) -> str:
+        """How far a generation here follows the law (for the manifest)."""
+        if self.kind in ("vllm", "llama.cpp"):
+            return "yes: every setting sent, in the law's order"
+        if self.kind == "llama-cpp-python":
+            return (
+                "settings sent, but the server applies top-k, top-p and min-p before the "
+                "temperature"
+            )
+        return "temperature and top_p only: the server takes no top_k or min_p"
 
     def candidate_modes(self) -> tuple[ConstraintMode, ...]:
         """The modes worth probing on this server, the likeliest first."""

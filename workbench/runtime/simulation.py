@@ -216,8 +216,18 @@ class Simulation:
     def describe_model(self) -> dict[str, Any]:
         """What answered, for the manifest: the model identity, or the baseline policy."""
         if isinstance(self.config.policy, LLMPolicySpec) and self.model is not None:
-            return {**self.model.identity, "answers": self.answers_drawn()}
+            return {
+                **self.model.identity,
+                "answers": self.answers_drawn(),
+                "sampling_law": self.sampling_law(),
+            }
         return {"engine": "none", "policy": self.config.policy.kind}
+
+    def sampling_law(self) -> dict[str, Any]:
+        """The one sampling law and its settings, per model of a mix: every path draws by it."""
+        if not self.config.models:
+            return sampling_params(self.config.model).describe()
+        return {name: sampling_params(spec).describe() for name, spec in self.config.models.items()}
 
     def answers_drawn(self) -> str:
         """How the LLM agents' answers are produced: distribution mode, or one generation per

@@ -107,20 +107,18 @@ class LlamaCppModel(ChatModel):
         }
 
     def sampling_identity(self) -> dict[str, Any]:
-        """How constrained answers are drawn: distribution mode's sampler and node rule, or
-        llama.cpp's own sampler chain."""
+        """How constrained answers are drawn (both under the one sampling law): distribution
+        mode's sampler and node rule, or llama.cpp's samplers, one generation per agent."""
         if self.sampling == "server":
-            return {"mode": "server", "sampler": "llama.cpp chain (top-k 40, top-p, min-p 0.05)"}
-        from workbench.llm.sampler import SAMPLER_VERSION, TOP_K
+            return {
+                "mode": "server",
+                "sampler": "llama.cpp's samplers in the law's order, one generation per agent",
+            }
+        from workbench.llm.sampler import SAMPLER_VERSION
 
         scorer = self.node_scorer()
         assert scorer is not None
-        return {
-            "mode": "workbench",
-            "sampler": SAMPLER_VERSION,
-            "top_k": TOP_K,
-            **scorer.describe(),
-        }
+        return {"mode": "workbench", "sampler": SAMPLER_VERSION, **scorer.describe()}
 
     def check_fits(
         self, requests: Sequence[ChatRequest], params: SamplingParams, field: str = "model"
@@ -283,7 +281,7 @@ class LlamaCppModel(ChatModel):
         stops: list[str],
     ) -> list[int]:
         """The answer's tokens, sampled from the evaluated prompt one at a time with the
-        sampler chain llama-cpp-python's completions use (`llamacpp_sampling`); it stops at the
+        one sampling law in llama.cpp's samplers (`llamacpp_sampling`); it stops at the
         end of text, at `max_tokens`, at a stop string, or where the integer grammar allows
         only the end."""
         import llama_cpp
@@ -293,8 +291,7 @@ class LlamaCppModel(ChatModel):
         integers = request.constraint.integer_range if request.constraint else None
         sampler = answer_sampler(
             llm,
-            params.temperature,
-            params.top_p,
+            params,
             self._grammar_for(request.constraint),
             engine.integer_tokens() if integers is not None else None,
         )

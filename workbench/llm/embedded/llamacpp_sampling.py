@@ -1,12 +1,16 @@
-"""The embedded model's sampler chain, with the integer grammar checked on its few candidates.
+"""The embedded model's per-agent sampler chain: the one sampling law (`config.sampling`) in
+llama.cpp's samplers, with the integer grammar checked on its few candidates.
 
-llama-cpp-python's completions sample with the chain: grammar, top-k 40, typical 1.0, top-p,
-min-p 0.05, temperature, then a draw seeded by the request. The grammar step decodes every one of
-SmolLM2's 49152 token pieces on each draw: 11 ms a draw here, more than half a decode. For an
-integer grammar only tokens made of digits and "-" (and the end of text) can ever pass, and every
-other token leaves the grammar step at minus infinity, so the chain here first keeps just those
-candidates (`IntegerCandidates`) and runs the same steps on them: the same distribution, and the
-same answers (checked on the quickstart's agents), for a fraction of the work.
+llama-cpp-python's completions would sample with their own chain (grammar, top-k 40, typical,
+top-p and min-p 0.05 at temperature 1, then temperature): another distribution than the law's,
+which distribution mode draws from. So the chain is built here in the law's order instead:
+grammar, temperature, min-p, top-k, top-p, then a draw seeded by the request, and `sampling:
+server` answers follow the same law as distribution mode's (each from llama.cpp's own random
+stream). The grammar step decodes every one of SmolLM2's 49152 token pieces on each draw: 11 ms
+a draw here, more than half a decode. For an integer grammar only tokens made of digits and "-"
+(and the end of text) can ever pass, and every other token leaves the grammar step at minus
+infinity, so the chain first keeps just those candidates (`IntegerCandidates`) and runs the same
+steps on them: the same distribution, and the same answers, for a fraction of the work.
 """
 
 from __future__ import annotations
@@ -16,10 +20,7 @@ from typing import Any
 
 import numpy as np
 
-TOP_K = 40
-MIN_P = 0.05
-TYPICAL_P = 1.0
-"""llama-cpp-python's completion defaults, which the embedded model has always sampled with."""
+from workbench.llm.base import SamplingParams
 
 
 def integer_candidates(llm: Any) -> np.ndarray:
@@ -64,10 +65,11 @@ class IntegerCandidates:
 
 
 def answer_sampler(
-    llm: Any, temperature: float, top_p: float, grammar: Any, candidates: np.ndarray | None
+    llm: Any, params: SamplingParams, grammar: Any, candidates: np.ndarray | None
 ) -> Any:
-    """The chain llama-cpp-python's completions build (`Llama._init_sampler`, penalties off),
-    led by `IntegerCandidates` when `candidates` is given; seeded by `llm`'s current seed."""
+    """The law's chain in llama.cpp's samplers (grammar, temperature, min-p, top-k, top-p, a
+    draw seeded by `llm`'s current seed), led by `IntegerCandidates` when `candidates` is given.
+    Temperature 0 is greedy (the likeliest token, as the law says)."""
     from llama_cpp import _internals
 
     sampler = _internals.LlamaSampler()
@@ -75,13 +77,14 @@ def answer_sampler(
         sampler.add_custom(IntegerCandidates(candidates))
     if grammar is not None:
         sampler.add_grammar(llm._model, grammar)
-    if temperature == 0:
+    if params.temperature == 0:
         sampler.add_greedy()
         return sampler
-    sampler.add_top_k(TOP_K)
-    sampler.add_typical(TYPICAL_P, 1)
-    sampler.add_top_p(top_p, 1)
-    sampler.add_min_p(MIN_P, 1)
-    sampler.add_temp(temperature)
+    sampler.add_temp(params.temperature)
+    if params.min_p > 0:
+        sampler.add_min_p(params.min_p, 1)
+    if params.top_k > 0:
+        sampler.add_top_k(params.top_k)
+    sampler.add_top_p(params.top_p, 1)
     sampler.add_dist(llm._seed)
     return sampler
