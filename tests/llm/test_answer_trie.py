@@ -17,6 +17,7 @@ from workbench.llm.answer_trie import (
     STEP_STREAM,
     IntegerVocabulary,
     Node,
+    NodeScorer,
     PromptGroup,
     TrieCounts,
     complete_integer,
@@ -29,7 +30,7 @@ DIGITS = tuple((100 + d, str(d)) for d in range(10)) + ((120, "-"), (130, "10"))
 END = (2,)
 
 
-class HashScorer:
+class HashScorer(NodeScorer):
     """Logits a pure function of (prompt, prefix, token): a model whose answers depend on the
     prompt and the tokens so far, nothing else."""
 
@@ -178,3 +179,23 @@ def test_allowed_tokens_follow_the_range() -> None:
     assert [pieces.get(t, "end") for t in vocab.allowed("10").tolist()] == ["end", "0"]
     assert vocab.allowed("0").tolist() == list(END)  # no leading zeros
     assert not vocab.can_continue("100") and not vocab.can_continue("0")
+
+
+def test_every_scorer_schedules_through_the_base_class() -> None:
+    """The scorers are `NodeScorer`s, and no caller probes a scorer for what it can do."""
+    from pathlib import Path
+
+    import workbench
+    from workbench.llm.cache import CachedScorer
+    from workbench.llm.embedded.llamacpp_nodes import EmbeddedNodeScorer
+    from workbench.llm.served_nodes import ServedNodeScorer
+
+    for kind in (CachedScorer, EmbeddedNodeScorer, ServedNodeScorer):
+        assert issubclass(kind, NodeScorer)
+    probes = [
+        f"{path.name}:{n}"
+        for path in Path(workbench.__file__).parent.rglob("*.py")
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "getattr(scorer" in line or "getattr(self.inner" in line
+    ]
+    assert probes == []

@@ -12,19 +12,24 @@ alone: its node logits do not depend on who else asked (the engines evaluate eve
 same canonical way), and its uniforms are its own.
 
 The walk of one group is a generator (`walk`) that yields the nodes of one depth to be scored
-and receives their logits, so one walker serves a model in this process (a window of walks in
-step, each step's nodes scored in one call: `_walk_together`) and a server (many groups' walks
-in flight at once).
+and receives their logits. One driver (`draw_answers`) advances a window of walks in step for
+every kind of model; the scorer (`NodeScorer`) owns how: its window, when it takes new walks,
+whether shards take turns at it, and how one step's nodes are scored (an engine in this process
+batches their answer rows into shared decodes; a server's scorer sends them as batched requests,
+each walk's failure its own).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+import weakref
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Generator, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +43,8 @@ STEP_STREAM = 0x7E1E
 answer is `uniform(seed, agent, round, STEP_STREAM + d)` (the extraction step adds
 `EXTRACT_STREAM_OFFSET`)."""
 EXTRACT_STREAM_OFFSET = 0x1000
+_FAILURES = (ModelError, ValueError, RuntimeError, OSError)
+"""What a failing model raises: the group whose walk it stops fails, never the others."""
 
 
 def complete_integer(text: str, low: int, high: int) -> bool:
@@ -107,28 +114,76 @@ class Node:
     allowed: np.ndarray
 
 
-class NodeScorer(Protocol):
-    """What a model provides for distribution mode."""
+class NodeScorer(ABC):
+    """What a model provides for distribution mode: its integer vocabulary, its prompts' tokens
+    and its nodes' logits, and how its walks are scheduled, which it owns so that no caller
+    asks what kind of scorer it has: how many groups walk in step (`window`), whether new
+    walks may start now (`accepting`), whether shards take turns at it (`turn`), and how one
+    step's nodes of many walks are scored with a failure kept to its own walk (`score_walks`).
+    """
 
-    concurrent: bool
-    """True: many groups' nodes may be asked for at once (a server); False: one group at a time
-    (an engine in this process, whose cache holds one prompt)."""
+    concurrent: bool = False
+    """True: many shards' walks may share the scorer at once (a server); False: the shards of
+    one event loop take turns (`turn`: an engine in this process, whose cache holds one prompt,
+    would otherwise evaluate each other's prompts again at every depth)."""
+    window: int = 1
+    """Groups walked in step: each step's nodes of them all go to `score_walks` together."""
 
+    def accepting(self) -> bool:
+        """Whether new walks may start now (the walks in flight always finish)."""
+        return True
+
+    def turn(self) -> AbstractAsyncContextManager[object]:
+        """Held while one shard's groups walk: this loop's lock for a scorer that is not
+        `concurrent`, nothing for one that is."""
+        if self.concurrent:
+            return nullcontext()
+        loop = asyncio.get_running_loop()
+        locks = self.__dict__.setdefault("_turns", weakref.WeakKeyDictionary())
+        return locks.setdefault(loop, asyncio.Lock())
+
+    @abstractmethod
     def describe(self) -> dict[str, Any]:
         """How the node logits are computed (recorded in the manifest, part of cache keys)."""
-        ...
 
+    @abstractmethod
     async def vocabulary(self, low: int, high: int) -> IntegerVocabulary:
         """The tokens of integer answers in [low, high]."""
-        ...
 
+    @abstractmethod
     async def prompt_tokens(self, requests: Sequence[ChatRequest]) -> list[tuple[int, ...]]:
         """Each request's chat as the model sees it, ready for its answer."""
-        ...
 
+    @abstractmethod
     async def score(self, nodes: Sequence[Node]) -> list[np.ndarray]:
         """The logits of each node's allowed tokens (any additive constant per node)."""
-        ...
+
+    async def score_walks(
+        self, walks: Sequence[Sequence[Node]]
+    ) -> list[list[np.ndarray] | BaseException]:
+        """Each walk's nodes of one step scored: their logits, or the failure that is that
+        walk's alone. A `concurrent` scorer (a server) is asked for every walk at once (it
+        batches what arrives together); any other gets one call for them all (an engine batches
+        their rows), asked again walk by walk when it fails."""
+        if self.concurrent:
+            return list(await asyncio.gather(*(self._score_or_failure(w) for w in walks)))
+        try:
+            scores = await self.score([node for nodes in walks for node in nodes])
+        except _FAILURES:
+            return [await self._score_or_failure(nodes) for nodes in walks]
+        out: list[list[np.ndarray] | BaseException] = []
+        at = 0
+        for nodes in walks:
+            out.append(scores[at : at + len(nodes)])
+            at += len(nodes)
+        return out
+
+    async def _score_or_failure(self, nodes: Sequence[Node]) -> list[np.ndarray] | BaseException:
+        """One walk's nodes scored, or the failure that stopped them."""
+        try:
+            return await self.score(nodes)
+        except _FAILURES as exc:
+            return exc
 
 
 @dataclass
@@ -265,27 +320,61 @@ async def draw_answers(
     uniforms: Callable[[np.ndarray, int], np.ndarray],
     counts: TrieCounts | None = None,
 ) -> list[GroupAnswers]:
-    """Every group's answers through `scorer`: all groups at once for a server (the scorer
-    bounds its own concurrency); for a model in this process, `scorer.window` groups' walks
-    in step, in prompt order (`_walk_together`)."""
+    """Every group's answers through `scorer`: the one driver. Up to `scorer.window` groups'
+    walks advance in step, in prompt order (each prompt shares the most pieces with the one
+    before it); each step's nodes of them all go to `scorer.score_walks` together; a finished
+    walk makes room for the next group, unless the scorer is not `accepting` new walks (an
+    engine's node slots clear once the walks in flight are done). A failure is its own
+    group's: every agent of that group fails, the others are answered."""
     counts = counts if counts is not None else TrieCounts()
     if not groups:
         return []
     prompts = await scorer.prompt_tokens([g.request for g in groups])
     counts.prompts += len(groups)
-
-    if scorer.concurrent:
-        return list(
-            await asyncio.gather(
-                *(
-                    _walk_alone(scorer, g, p, params, uniforms, counts)
-                    for g, p in zip(groups, prompts, strict=True)
-                )
-            )
-        )
-    # in prompt order, so that each prompt shares the most pieces with the ones before it
     order = sorted(range(len(groups)), key=prompts.__getitem__)
-    return await _walk_together(scorer, groups, prompts, order, params, uniforms, counts)
+    answers: list[GroupAnswers | None] = [None] * len(groups)
+    waiting = iter(order)
+    walking: list[_Walking] = []
+
+    def finish(index: int, done: GroupAnswers, start: float) -> None:
+        done.seconds = time.perf_counter() - start
+        answers[index] = done
+        report_group(groups[index], done)
+
+    def advance(walker: _Walking, scores: list[np.ndarray] | BaseException) -> bool:
+        """Send a walk its logits (or its failure); False once it has finished."""
+        try:
+            if isinstance(scores, BaseException):
+                raise scores
+            walker.nodes = walker.steps.send(scores)
+            return True
+        except StopIteration as stop:
+            finish(walker.index, stop.value, walker.start)
+        except _FAILURES as exc:
+            walker.steps.close()
+            index = walker.index
+            finish(index, _failed(groups[index], prompts[index], exc), walker.start)
+        return False
+
+    while True:
+        while len(walking) < max(1, scorer.window) and (not walking or scorer.accepting()):
+            index = next(waiting, None)
+            if index is None:
+                break
+            start = time.perf_counter()
+            group, prompt = groups[index], prompts[index]
+            try:
+                steps = await _start(scorer, group, prompt, params, uniforms, counts)
+                walking.append(_Walking(index, steps, next(steps), start))
+            except StopIteration as stop:
+                finish(index, stop.value, start)
+            except _FAILURES as exc:
+                finish(index, _failed(group, prompt, exc), start)
+        if not walking:
+            break
+        scored = await scorer.score_walks([w.nodes for w in walking])
+        walking = [w for w, mine in zip(walking, scored, strict=True) if advance(w, mine)]
+    return answers  # type: ignore[return-value]
 
 
 async def _start(
@@ -310,114 +399,12 @@ def _failed(group: PromptGroup, prompt: tuple[int, ...], exc: BaseException) -> 
     return GroupAnswers([], [], leaf, len(prompt), error=f"{type(exc).__name__}: {exc}")
 
 
-_FAILURES = (ModelError, ValueError, RuntimeError, OSError)
-
-
-async def _walk_alone(
-    scorer: NodeScorer,
-    group: PromptGroup,
-    prompt: tuple[int, ...],
-    params: SamplingParams,
-    uniforms: Callable[[np.ndarray, int], np.ndarray],
-    counts: TrieCounts,
-) -> GroupAnswers:
-    """One group's walk to its end (a server: many of these in flight at once)."""
-    start = time.perf_counter()
-    try:
-        steps = await _start(scorer, group, prompt, params, uniforms, counts)
-        answers = await _drive(steps, scorer.score)
-    except _FAILURES as exc:
-        answers = _failed(group, prompt, exc)
-    answers.seconds = time.perf_counter() - start
-    report_group(group, answers)
-    return answers
-
-
 @dataclass
 class _Walking:
     index: int
     steps: Generator[list[Node], list[np.ndarray], GroupAnswers]
     nodes: list[Node]
     start: float
-
-
-async def _walk_together(
-    scorer: NodeScorer,
-    groups: Sequence[PromptGroup],
-    prompts: Sequence[tuple[int, ...]],
-    order: Sequence[int],
-    params: SamplingParams,
-    uniforms: Callable[[np.ndarray, int], np.ndarray],
-    counts: TrieCounts,
-) -> list[GroupAnswers]:
-    """Up to `scorer.window` groups' walks in step, in `order`: each step scores the nodes of
-    them all in one call (a model in this process batches their answer rows); a finished walk
-    makes room for the next group, unless the scorer is not `accepting` new walks (its node
-    slots clear once the walks in flight are done). A call that fails is retried walk by walk,
-    so a failure is the group's own."""
-    answers: list[GroupAnswers | None] = [None] * len(groups)
-    window = max(1, getattr(scorer, "window", 1))
-    accepting = getattr(scorer, "accepting", lambda: True)
-    waiting = iter(order)
-    walking: list[_Walking] = []
-
-    def finish(index: int, done: GroupAnswers, start: float) -> None:
-        done.seconds = time.perf_counter() - start
-        answers[index] = done
-        report_group(groups[index], done)
-
-    def advance(walker: _Walking, scores: list[np.ndarray]) -> bool:
-        """Send a walk its logits; False once it has finished."""
-        try:
-            walker.nodes = walker.steps.send(scores)
-            return True
-        except StopIteration as stop:
-            finish(walker.index, stop.value, walker.start)
-        except _FAILURES as exc:
-            fail(walker, exc)
-        return False
-
-    def fail(walker: _Walking, exc: BaseException) -> None:
-        walker.steps.close()
-        index = walker.index
-        finish(index, _failed(groups[index], prompts[index], exc), walker.start)
-
-    while True:
-        while len(walking) < window and (not walking or accepting()):
-            index = next(waiting, None)
-            if index is None:
-                break
-            start = time.perf_counter()
-            group, prompt = groups[index], prompts[index]
-            try:
-                steps = await _start(scorer, group, prompt, params, uniforms, counts)
-                walking.append(_Walking(index, steps, next(steps), start))
-            except StopIteration as stop:
-                finish(index, stop.value, start)
-            except _FAILURES as exc:
-                finish(index, _failed(group, prompt, exc), start)
-        if not walking:
-            break
-        try:
-            scores = await scorer.score([node for w in walking for node in w.nodes])
-        except _FAILURES:
-            scores = None
-        still: list[_Walking] = []
-        at = 0
-        for walker in walking:
-            if scores is None:
-                try:
-                    mine = await scorer.score(walker.nodes)
-                except _FAILURES as exc:
-                    fail(walker, exc)
-                    continue
-            else:
-                mine = scores[at : at + len(walker.nodes)]
-                at += len(walker.nodes)
-            if advance(walker, mine):
-                still.append(walker)
-        walking = still
-    return answers  # type: ignore[return-value]
 
 
 def report_group(group: PromptGroup, answers: GroupAnswers) -> None:
@@ -428,16 +415,3 @@ def report_group(group: PromptGroup, answers: GroupAnswers) -> None:
     if answers.error is None:
         drawn = int(np.bincount(answers.leaf, minlength=len(answers.tokens)) @ answers.tokens)
     report_drawn(group.request, n, answers.error is not None, n * answers.prompt_tokens, drawn)
-
-
-async def _drive(
-    steps: Generator[list[Node], list[np.ndarray], GroupAnswers],
-    score: Callable[[Sequence[Node]], Awaitable[list[np.ndarray]]],
-) -> GroupAnswers:
-    """Run one walk to its end, scoring each depth's nodes with `score`."""
-    try:
-        nodes = next(steps)
-        while True:
-            nodes = steps.send(await score(nodes))
-    except StopIteration as done:
-        return done.value

@@ -13,6 +13,7 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -229,9 +230,9 @@ class CachedModel(ChatModel):
         return results  # type: ignore[return-value]
 
 
-class CachedScorer:
+class CachedScorer(NodeScorer):
     """A node scorer whose nodes' logits come from the cache file where present: a rerun of a
-    distribution-mode round scores no node again."""
+    distribution-mode round scores no node again. It schedules as the scorer it wraps."""
 
     def __init__(
         self,
@@ -244,7 +245,7 @@ class CachedScorer:
         self.owner = owner
         self.cache = cache
         self.concurrent = inner.concurrent
-        self.window = getattr(inner, "window", 1)
+        self.window = inner.window
         stable = {k: v for k, v in identity.items() if k not in VOLATILE_IDENTITY}
         self._salt = json.dumps(
             {"model": stable, "nodes": inner.describe()}, sort_keys=True, default=str
@@ -252,7 +253,11 @@ class CachedScorer:
 
     def accepting(self) -> bool:
         """Whether the wrapped scorer takes new walks now."""
-        return getattr(self.inner, "accepting", lambda: True)()
+        return self.inner.accepting()
+
+    def turn(self) -> AbstractAsyncContextManager[object]:
+        """The wrapped scorer's turns (the engine behind it is the same)."""
+        return self.inner.turn()
 
     def describe(self) -> dict[str, Any]:
         """The wrapped scorer's description."""

@@ -8,8 +8,6 @@ order, and in distribution mode draws constrained answers through the answer tri
 
 from __future__ import annotations
 
-import asyncio
-import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -84,26 +82,8 @@ class ChatModel:
         scorer = self.node_scorer()
         if scorer is None:
             raise ConfigError("this model does not draw answers in distribution mode")
-        if scorer.concurrent:
+        async with scorer.turn():  # shards sharing an engine walk one after another
             return await draw_answers(scorer, groups, params, uniforms, counts)
-        async with _turn(self):  # shards sharing an engine walk one after another
-            return await draw_answers(scorer, groups, params, uniforms, counts)
-
-
-_TURNS: weakref.WeakKeyDictionary[ChatModel, dict[asyncio.AbstractEventLoop, asyncio.Lock]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _turn(model: ChatModel) -> asyncio.Lock:
-    """The lock that makes the shards of one event loop take turns at `model`'s engine: an
-    engine holds one prompt at a time, and walks interleaved node by node would evaluate each
-    other's prompts again at every depth (the answers are the same, the cost is not)."""
-    locks = _TURNS.setdefault(model, {})
-    loop = asyncio.get_running_loop()
-    for old in [known for known in locks if known.is_closed()]:
-        del locks[old]
-    return locks.setdefault(loop, asyncio.Lock())
 
 
 class AdaptedModel(ChatModel):

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from workbench.llm.answer_trie import IntegerVocabulary, Node
+from workbench.llm.answer_trie import IntegerVocabulary, Node, NodeScorer
 from workbench.llm.base import ChatRequest, SamplingParams
 from workbench.llm.embedded.cpu_share import CpuShare
 from workbench.llm.embedded.engine import Engine, EngineCounters, chat_tokens, decode, last_logits
@@ -48,8 +48,9 @@ class EngineModel(Protocol):
     def evaluate(self, engine: Engine, tokens: list[int]) -> None: ...
 
 
-class EmbeddedNodeScorer:
-    """Scores trie nodes on a `LlamaCppModel`'s engine, one group at a time."""
+class EmbeddedNodeScorer(NodeScorer):
+    """Scores trie nodes on a `LlamaCppModel`'s engine: `window` groups in step, their answer
+    rows batched where the node slots allow, the shards of a loop taking turns."""
 
     concurrent = False
     window = 64  # groups walked in step: their answer rows share decodes (`node_slots`)
