@@ -42,11 +42,13 @@ class ToyVLLM:
         by_text: bool = False,
         greedy_shift: int = 0,
         fail_on: str | None = None,
+        batch_noise: float = 0.0,
     ) -> None:
         self.grouped_digits = grouped_digits
         self.by_text = by_text
         self.greedy_shift = greedy_shift
         self.fail_on = fail_on
+        self.batch_noise = batch_noise
         self.paths: list[str] = []
         self.node_bodies: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -170,6 +172,9 @@ class ToyVLLM:
         sampled = allowed[int(np.argmax(self.logits(prompt, allowed)))]
         shown = sorted({sampled, *wanted})
         values = self.logits(prompt, shown) - shift
+        if self.batch_noise:  # as a GPU's kernels: a row's numbers depend on its batch's size
+            batch = body["prompt"] if isinstance(body["prompt"][0], list) else [body["prompt"]]
+            values = values + self.batch_noise * (len(batch) - 1)
         if self.by_text:
             pairs = sorted(zip(map(self.piece, shown), values, strict=True), key=lambda kv: -kv[1])
             top = dict(pairs[:5])

@@ -249,6 +249,17 @@ def run_command(
     if not bundle.is_complete:
         typer.echo(f"status: {bundle.status}")
     typer.echo(f"bundle: {bundle.path}")
+    note = _invariance_note(bundle.model)
+    if note:
+        typer.echo(note, err=True)
+
+
+def _invariance_note(model: dict[str, Any]) -> str | None:
+    """The one line a run on a server that is not batch invariant ends with (None otherwise)."""
+    sampling = model.get("sampling")
+    if not isinstance(sampling, dict) or sampling.get("batch_invariant") != "no":
+        return None
+    return f"note: the server's node probabilities are not batch invariant: {sampling.get('note')}"
 
 
 def _report_failed_run(path: str, exc: WorkbenchError) -> None:
@@ -369,6 +380,9 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
             f"server:  {url} ({kind}), constraint {server.get('constraint') or 'none'}, "
             f"seed {model.get('seed', 'per_request')}"
         )
+    note = _invariance_note(model)
+    if note:
+        typer.echo(note)
     if b.error:
         typer.echo(f"error:   {b.error}")
     if b.status in ("failed", "cancelled", "dead") and NO_RESUME not in (b.error or ""):

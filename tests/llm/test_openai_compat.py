@@ -534,6 +534,7 @@ def test_api_key_is_sent_as_a_bearer_token_and_never_shown():
                 "version": None,
                 "owned_by": "test",
                 "constraint": "grammar",
+                "sampling_law": "temperature and top_p only: the server takes no top_k or min_p",
             }
         },
         "sampling": {

@@ -166,3 +166,71 @@ def test_the_manifest_says_which_mode_answered(make_config, tmp_path: Path) -> N
             else:
                 assert model["answers"].startswith("one generation per agent")
                 assert "auto fell back" in model["answers"]
+
+
+def test_shards_of_one_process_send_each_node_once(make_config, tmp_path: Path) -> None:
+    """Issue 26, item 1: 10 shards ask the server for the same distinct nodes as one shard
+    does (the memo and the requests in flight answer the rest), and draw the same answers."""
+    with ToyVLLM() as toy:
+        runs = {}
+        for shards in (1, 10):
+            config = make_config(
+                policy={"kind": "llm"},
+                n_agents=300,
+                rounds=2,
+                agents_per_shard=300 // shards,
+                model={"kind": "openai", "base_urls": [toy.url], "name": "toy"},
+            )
+            before = len(toy.node_bodies)
+            bundle = Simulation(config).run(out_dir=tmp_path / str(shards), progress=False)
+            assert bundle.status == "complete" and verify_bundle(bundle.path).ok
+            sent = [
+                (tuple(p), tuple(b["allowed_token_ids"]))
+                for b in toy.node_bodies[before:]
+                for p in b["prompt"]
+                if "Probe " not in "".join(toy.piece(t) for t in p)  # asks one node 3 times
+            ]
+            assert len(sent) == len(set(sent))  # no node asked twice
+            answers = bundle.responses().sort_values(["round", "agent_id"])
+            runs[shards] = (set(sent), answers[["round", "agent_id", "guess", "raw"]])
+    assert runs[1][0] == runs[10][0]
+    assert runs[1][1].reset_index(drop=True).equals(runs[10][1].reset_index(drop=True))
+    assert (runs[10][1]["guess"].notna()).all()
+
+
+@pytest.mark.parametrize(("noise", "found"), [(0.0, "yes"), (1e-3, "no")])
+def test_the_probe_says_whether_the_server_is_batch_invariant(
+    make_config, tmp_path: Path, noise: float, found: str
+) -> None:
+    """Issue 26, item 4: one node asked alone (cold, then warm) and inside a batch, compared
+    bitwise; the manifest records the finding per endpoint and overall, and `workbench run`
+    ends with one line saying what it means when the server is not invariant."""
+    from cli_helpers import in_process
+
+    from workbench.config import to_yaml
+    from workbench.results import Bundle
+
+    with ToyVLLM(batch_noise=noise) as toy:
+        config = make_config(
+            policy={"kind": "llm"},
+            n_agents=20,
+            rounds=1,
+            model={"kind": "openai", "base_urls": [toy.url], "name": "toy"},
+        )
+        (tmp_path / "run.yaml").write_text(to_yaml(config))
+        done = in_process(["run", "run.yaml", "--out", "out"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    (path,) = (tmp_path / "out").iterdir()
+    model = Bundle.open(path).manifest["model"]
+    assert model["sampling"]["mode"] == "workbench"
+    assert model["sampling"]["batch_invariant"] == found
+    report = model["servers"][toy.url]["invariance"]
+    assert report["batch_invariant"] == found
+    assert report["cold_vs_warm_max_diff"] == 0.0
+    assert report["alone_vs_batch_of_8_max_diff"] == pytest.approx(7 * noise)
+    note = [line for line in done.stderr.splitlines() if "not batch invariant" in line]
+    if found == "no":
+        assert len(note) == 1 and "VLLM_BATCH_INVARIANT=1" in note[0]
+        assert "a rerun may differ" in note[0]
+    else:
+        assert note == []

