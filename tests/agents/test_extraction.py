@@ -170,7 +170,7 @@ def test_always_on_the_embedded_model(make_config, embedded_model, tmp_path) -> 
     assert table["guess"].between(0, 100).all()
     assert table["raw"].str.contains(r"\n\[extracted: \d+\]$").all()
     answers = table["raw"].str.rsplit("\n[extracted: ", n=1).str[0]
-    assert (answers.str.len() > 20).all()  # the answers themselves were free text
+    assert answers.str.contains(r"[A-Za-z]{2}").all()  # the answers themselves were free text
 
 
 @pytest.mark.slow
