@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from workbench.errors import BundleError, ConfigError, RoundFailedError
+from workbench.llm import sampling_params
 from workbench.llm.base import ChatResult
 from workbench.results import Bundle, BundleWriter, verify_bundle
 from workbench.runtime import Simulation
@@ -152,6 +153,7 @@ def test_llm_cancelled_then_resumed_restores_each_agents_memory(after_round, mak
         "engine": "fake",
         "name": "prompt-hash",
         "answers": "one generation per agent: the model's own sampler",
+        "sampling_law": sampling_params(config.model).describe(),
     }
 
 
