@@ -68,3 +68,28 @@ def test_no_reuse_where_the_two_prompts_were_cut_differently() -> None:
 def test_chunks_count_n_batch_from_each_piece_start() -> None:
     assert chunks([0, 3, 10], 0, 12, 4) == [(0, 3), (3, 7), (7, 10), (10, 12)]
     assert chunks([0, 3, 10], 3, 12, 4) == [(3, 7), (7, 10), (10, 12)]  # from a reused prefix
+
+
+def test_an_agents_earlier_numbers_are_pieces_of_their_own(embedded_model) -> None:
+    """Issue 26, item 2: the engine cuts after each earlier number, so two agents whose
+    histories begin alike share those pieces and evaluate only their own last number and the
+    answer header; the cut rule is named in the model's identity."""
+    from workbench.config import GameSpec
+    from workbench.game.prompts import user_message
+    from workbench.llm.base import ChatRequest
+    from workbench.llm.embedded.engine import PIECES_RULE, chat_tokens
+
+    engine = embedded_model.engine
+
+    def tokens(history: list[float]) -> list[int]:
+        text = user_message(GameSpec(), 3, [30.0, 20.0], "You are a farmer.", history)
+        request = ChatRequest(({"role": "user", "content": text},))
+        return chat_tokens(engine.llm, engine.formatter, request)[0]
+
+    first, second = tokens([40.0, 25.0]), tokens([40.0, 31.0])
+    cached = prompt_pieces(first, engine.cuts_after)
+    keep = reusable_prefix(second, prompt_pieces(second, engine.cuts_after), first, cached)
+    own = engine.llm.detokenize(second[keep:], special=True).decode()
+    assert own.startswith(" 31.") and own.endswith("assistant\n")
+    assert len(second) - keep <= 10  # the last number and the header, nothing before them
+    assert embedded_model.identity["prompt_pieces"] == PIECES_RULE

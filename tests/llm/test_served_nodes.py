@@ -19,6 +19,7 @@ from workbench.llm.answer_trie import IntegerVocabulary, PromptGroup, TrieCounts
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
 from workbench.llm.openai_compat import OpenAICompatModel
 from workbench.llm.sampler import draw
+from workbench.llm.served_probe import PROBE_REQUEST
 from workbench.results import verify_bundle
 from workbench.runtime import Simulation
 
@@ -168,6 +169,19 @@ def test_the_manifest_says_which_mode_answered(make_config, tmp_path: Path) -> N
                 assert "auto fell back" in model["answers"]
 
 
+def node_prompts(toy: ToyVLLM, since: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The (prompt, allowed tokens) of every node the toy server was asked for since request
+    `since`, the start-up probe's own nodes left out (each process that checks asks them)."""
+    sent = []
+    for body in toy.node_bodies[since:]:
+        for prompt in body["prompt"]:
+            text = "".join(toy.piece(t) for t in prompt)
+            if "Probe " in text or PROBE_REQUEST.messages[0]["content"] in text:
+                continue
+            sent.append((tuple(prompt), tuple(body["allowed_token_ids"])))
+    return sent
+
+
 def test_shards_of_one_process_send_each_node_once(make_config, tmp_path: Path) -> None:
     """Issue 26, item 1: 10 shards ask the server for the same distinct nodes as one shard
     does (the memo and the requests in flight answer the rest), and draw the same answers."""
@@ -184,18 +198,49 @@ def test_shards_of_one_process_send_each_node_once(make_config, tmp_path: Path) 
             before = len(toy.node_bodies)
             bundle = Simulation(config).run(out_dir=tmp_path / str(shards), progress=False)
             assert bundle.status == "complete" and verify_bundle(bundle.path).ok
-            sent = [
-                (tuple(p), tuple(b["allowed_token_ids"]))
-                for b in toy.node_bodies[before:]
-                for p in b["prompt"]
-                if "Probe " not in "".join(toy.piece(t) for t in p)  # asks one node 3 times
-            ]
+            sent = node_prompts(toy, before)
             assert len(sent) == len(set(sent))  # no node asked twice
             answers = bundle.responses().sort_values(["round", "agent_id"])
             runs[shards] = (set(sent), answers[["round", "agent_id", "guess", "raw"]])
     assert runs[1][0] == runs[10][0]
     assert runs[1][1].reset_index(drop=True).equals(runs[10][1].reset_index(drop=True))
     assert (runs[10][1]["guess"].notna()).all()
+
+
+@pytest.mark.ray
+def test_shard_actors_on_ray_send_each_node_once(ray_cluster, make_config, tmp_path: Path) -> None:
+    """On Ray a served model lives in one model actor for the cluster (`model_placement`
+    auto), whose scorer all 4 shard actors share: the same distinct nodes, each once, and the
+    same answers as one shard in this process."""
+    from workbench.config import BackendSpec
+    from workbench.config.yaml_io import validate
+
+    with ToyVLLM() as toy:
+        config = make_config(
+            policy={"kind": "llm"},
+            n_agents=200,
+            rounds=2,
+            model={"kind": "openai", "base_urls": [toy.url], "name": "toy"},
+        )
+        local = Simulation(config).run(out_dir=tmp_path / "local", progress=False)
+        on_ray = config.model_copy(
+            update={
+                "backend": validate(
+                    BackendSpec,
+                    {"kind": "ray", "address": ray_cluster.address, "agents_per_shard": 50},
+                    "backend",
+                )
+            }
+        )
+        before = len(toy.node_bodies)
+        ray_run = Simulation(on_ray).run(out_dir=tmp_path / "ray", progress=False)
+        sent = node_prompts(toy, before)
+    assert ray_run.status == "complete" and ray_run.manifest["backend"]["model_actors"] == 1
+    assert len(sent) == len(set(sent))  # no node asked twice across the 4 shard actors
+    columns = ["round", "agent_id", "guess", "raw"]
+    a = local.responses()[columns].sort_values(["round", "agent_id"]).reset_index(drop=True)
+    b = ray_run.responses()[columns].sort_values(["round", "agent_id"]).reset_index(drop=True)
+    assert a.equals(b)
 
 
 @pytest.mark.parametrize(("noise", "found"), [(0.0, "yes"), (1e-3, "no")])

@@ -137,6 +137,7 @@ DISTRIBUTION_COLUMNS: list[tuple[str, int, Callable[..., str]]] = [
     ("score_s", 7, lambda run, r: _cell(r.score_s, ".2f")),
     ("s/node", 7, lambda run, r: _cell(_per_node(r)[0], ".4f")),
     ("score/node", 10, lambda run, r: _cell(_per_node(r)[1], ".4f")),
+    ("ms/token", 8, lambda run, r: _cell(_per_token_ms(r), ".2f")),
     ("peak_MiB", 8, lambda run, r: f"{run.peak_mib:.0f}"),
 ]
 BASELINE_COLUMNS: list[tuple[str, int, Callable[..., str]]] = [
@@ -149,6 +150,13 @@ BASELINE_COLUMNS: list[tuple[str, int, Callable[..., str]]] = [
     ("s/agent", 8, lambda run, r: f"{r.seconds / run.n:.4f}"),
     ("peak_MiB", 8, lambda run, r: f"{run.peak_mib:.0f}"),
 ]
+
+
+def _per_token_ms(r: RoundScale) -> float | None:
+    """Milliseconds of scoring per token the engine evaluated (prompt tails and answer rows):
+    in a late round, what a distinct prompt's own tokens cost."""
+    tokens = (r.evaluated or 0) + (r.decoded or 0)
+    return 1000 * r.score_s / tokens if r.score_s is not None and tokens else None
 
 
 def _rows_per_call(r: RoundScale) -> float | None:
@@ -180,7 +188,8 @@ def report_text(report: ScaleReport) -> str:
         *_table(report.runs, DISTRIBUTION_COLUMNS),
         "nodes: trie nodes evaluated on the engine (asked: by the walks, memo hits included); "
         "evaluated: prompt tokens; decodes: answer tokens decoded (rows/call: to one "
-        "llama_decode); draws: agent-steps; score_s: seconds scoring nodes",
+        "llama_decode); draws: agent-steps; score_s: seconds scoring nodes; ms/token: "
+        "of it per token evaluated or decoded",
     ]
     slope = data["slope"]
     lines.append(

@@ -75,13 +75,14 @@ class Engine:
     slots_note: str = ""  # what their self-check found
 
     def cuts_after(self, token: int) -> bool:
-        """Whether a prompt is cut into pieces after this token: its text ends a line or a
-        label ("Your own numbers so far:"), so what follows a shared label is all an agent
-        evaluates itself (cached per token id)."""
+        """Whether a prompt is cut into pieces after this token (`PIECE_CUTS`): its text ends
+        a line, a label ("Your own numbers so far:") or an item of a list (each of an agent's
+        earlier numbers: "40, 25."), so agents whose histories begin alike share those pieces
+        and each evaluates only its own last number and the answer header (cached per token)."""
         known = self.cuts.get(token)
         if known is None:
             text = self.llm.detokenize([token], special=True)
-            known = self.cuts[token] = text.endswith((b"\n", b":"))
+            known = self.cuts[token] = text.endswith(PIECE_CUTS)
         return known
 
     def integer_tokens(self) -> Any:
@@ -96,6 +97,11 @@ class Engine:
         self.cached, self.cached_starts, self.logits = [], [], None
         self.answer, self.answer_logits = [], []
 
+
+PIECE_CUTS = (b"\n", b":", b",")
+"""What a token ends with when a prompt is cut into pieces after it (`Engine.cuts_after`)."""
+PIECES_RULE = "pieces/2: cut after newlines, colons and commas"
+"""The cut rule's name and version, in the model's identity (the manifest, cache keys)."""
 
 _LOADING = threading.Lock()
 """Held while a model file is loaded: `lru_cache` does not hold back a second caller while the

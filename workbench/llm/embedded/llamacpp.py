@@ -20,6 +20,7 @@ from workbench.llm.base import ChatRequest, ChatResult, OutputConstraint, Sampli
 from workbench.llm.chat_model import ChatModel
 from workbench.llm.embedded.cpu_share import CpuShare
 from workbench.llm.embedded.engine import (
+    PIECES_RULE,
     Engine,
     EngineCounters,
     built_for,
@@ -101,7 +102,7 @@ class LlamaCppModel(ChatModel):
             "n_ctx": self.n_ctx,
             "n_threads": self.n_threads,
             "threads": self.cpu.describe(),
-            "prompt_pieces": "cut after newlines and colons",
+            "prompt_pieces": PIECES_RULE,
             "attention": "flash",
             "sampling": self.sampling_identity(),
         }

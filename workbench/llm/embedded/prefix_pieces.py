@@ -6,15 +6,24 @@ evaluated in one chunk. Reusing "the longest common prefix" with the previous re
 prompt where its neighbour happens to stop matching, so an agent's answer changed with its batch,
 its shard and its backend.
 
-Here a prompt is cut only at fixed places: after every token that ends in a newline or a colon
-(the engine's rule; the last line is not cut off), and the tokens of a piece are always
-evaluated as one batch (chunks of `n_batch` counted from the piece's start). A piece's state then
+Here a prompt is cut only at fixed places: after every token that ends in a newline, a colon or
+a comma (the engine's rule, `engine.PIECES_RULE`; the last piece is not cut off from the answer
+header; commas cut an agent's earlier numbers apart, so histories share their prefixes), and the
+tokens of a piece are always evaluated as one batch (chunks of `n_batch` counted from the
+piece's start). A piece's state then
 depends only on the tokens up to its end, whoever evaluated it: a request may reuse the cached
 state of the previous prompt up to the last piece start both prompts share (cut the same way),
 and always evaluates its own last piece, whose logits it samples from (an identical prompt takes
 the very logits that evaluation gave, kept by the engine). A prompt tree (system text, round
 question, persona, memory) is shared piece by piece, and every answer is a function of its own
 prompt, sampling settings and seed.
+
+Measured on this build (SmolLM2, CPU): a decode of fewer than 64 rows gives every row the
+numbers it gets alone, however many sequences share the decode (4 prompt tails of 13 tokens in
+one decode: bitwise equal); from 64 rows llama.cpp's matrix products take another path and
+differ by up to 0.8. So where every piece is shorter than 64 tokens, moving a cut changes no
+number (the comma cuts left every answer of the quickstart at 3,000 agents the same), and the
+cost of a distinct prompt is its own tokens (about 4 ms each on 2 cores, batched or not).
 """
 
 from __future__ import annotations
