@@ -66,6 +66,7 @@ def test_auto_picks_structured_outputs_and_a_seedless_game_is_all_valid(
         "version": "0.32.0",
         "owned_by": "vllm",
         "constraint": "structured_outputs",
+        "sampling_law": "yes: every setting sent, in the law's order",
     }
     assert verify_bundle(bundle.path).ok
 
