@@ -139,7 +139,9 @@ class NodeScorer(ABC):
         if self.concurrent:
             return nullcontext()
         loop = asyncio.get_running_loop()
-        locks = self.__dict__.setdefault("_turns", weakref.WeakKeyDictionary())
+        locks = self.__dict__.get("_turns")
+        if locks is None:  # subclasses need not call a base __init__
+            locks = self.__dict__["_turns"] = weakref.WeakKeyDictionary()
         return locks.setdefault(loop, asyncio.Lock())
 
     @abstractmethod

@@ -56,6 +56,12 @@ class SamplingParams:
         for name, setting in SETTINGS.items():
             setting.check(name, getattr(self, name))
 
+    @property
+    def vllm_top_k(self) -> int:
+        """`top_k` as vLLM takes it: -1 for off (every vLLM version accepts it; newer ones
+        also take 0)."""
+        return self.top_k or -1
+
     def describe(self) -> dict[str, Any]:
         """The law and these settings as plain data (the manifest, a model's identity)."""
         return law(dataclasses.asdict(self))

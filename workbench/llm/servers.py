@@ -67,8 +67,8 @@ class ServerInfo:
         """The request fields that carry the sampling law's settings beyond temperature and
         top_p, in the names this server takes (`config.sampling`): every setting is sent, so
         no server-side default (a model's generation config) applies."""
-        if self.kind == "vllm":  # its own order is the law's; -1 turns top-k off everywhere
-            return {"top_k": params.top_k or -1, "min_p": params.min_p}
+        if self.kind == "vllm":  # its own order is the law's
+            return {"top_k": params.vllm_top_k, "min_p": params.min_p}
         if self.kind == "llama.cpp":  # llama-server takes the order too
             return {"top_k": params.top_k, "min_p": params.min_p, "samplers": LLAMA_SERVER_ORDER}
         if self.kind == "llama-cpp-python":

@@ -84,7 +84,7 @@ class VLLMEngineModel(ChatModel):
         return vllm.SamplingParams(
             temperature=params.temperature,
             top_p=params.top_p,
-            top_k=params.top_k or -1,  # vLLM's order is the law's (`config.sampling`)
+            top_k=params.vllm_top_k,  # vLLM's order is the law's (`config.sampling`)
             min_p=params.min_p,
             max_tokens=params.max_tokens,
             seed=request.seed if self.seeded else None,
