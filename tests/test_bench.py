@@ -269,7 +269,7 @@ def test_scale_bench_counts_what_the_bundles_record(tmp_path) -> None:
     from workbench.bench.embedded import bench_config, embedded_model
     from workbench.bench.scale import scale_bench
     from workbench.bench.scale_report import report_dict, report_text
-    from workbench.llm.embedded.llamacpp_nodes import EmbeddedNodeScorer
+    from workbench.llm.distribution.embedded import EmbeddedNodeScorer
     from workbench.results import Bundle
 
     config = bench_config(n=20, rounds=1)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.llm.answer_trie import IntegerVocabulary
+from workbench.llm.distribution.vocabulary import IntegerVocabulary
 from workbench.llm.servers import PROBE_MESSAGES, PROBE_VALUE
 
 START, END = 1, 2

@@ -15,8 +15,8 @@ from answer_law import chi_square_p, expected_answers
 
 from workbench.agents import streams
 from workbench.config import GameSpec, RunConfig
-from workbench.llm.answer_trie import STEP_STREAM, PromptGroup, TrieCounts, draw_answers
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
+from workbench.llm.distribution.walk import STEP_STREAM, PromptGroup, TrieCounts, draw_answers
 from workbench.runtime import Simulation
 from workbench.runtime.exactness import check_exact
 

@@ -13,18 +13,11 @@ import pytest
 
 from workbench.agents import streams
 from workbench.errors import ModelError
-from workbench.llm.answer_trie import (
-    STEP_STREAM,
-    IntegerVocabulary,
-    Node,
-    NodeScorer,
-    PromptGroup,
-    TrieCounts,
-    complete_integer,
-    draw_answers,
-)
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
-from workbench.llm.sampler import draw
+from workbench.llm.distribution.sampler import draw
+from workbench.llm.distribution.scorer import Node, NodeScorer
+from workbench.llm.distribution.vocabulary import IntegerVocabulary, complete_integer
+from workbench.llm.distribution.walk import STEP_STREAM, PromptGroup, TrieCounts, draw_answers
 
 DIGITS = tuple((100 + d, str(d)) for d in range(10)) + ((120, "-"), (130, "10"))
 END = (2,)
@@ -186,9 +179,9 @@ def test_every_scorer_schedules_through_the_base_class() -> None:
     from pathlib import Path
 
     import workbench
-    from workbench.llm.cache import CachedScorer
-    from workbench.llm.embedded.llamacpp_nodes import EmbeddedNodeScorer
-    from workbench.llm.served_nodes import ServedNodeScorer
+    from workbench.llm.distribution.cached import CachedScorer
+    from workbench.llm.distribution.embedded import EmbeddedNodeScorer
+    from workbench.llm.distribution.served import ServedNodeScorer
 
     for kind in (CachedScorer, EmbeddedNodeScorer, ServedNodeScorer):
         assert issubclass(kind, NodeScorer)

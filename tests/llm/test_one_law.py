@@ -20,8 +20,8 @@ from answer_law import expected_answers
 from scipy import stats
 
 from workbench.agents import streams
-from workbench.llm.answer_trie import STEP_STREAM, PromptGroup, draw_answers
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
+from workbench.llm.distribution.walk import STEP_STREAM, PromptGroup, draw_answers
 from workbench.llm.embedded import llamacpp
 from workbench.llm.embedded.llamacpp import LlamaCppModel
 from workbench.llm.embedded.llamacpp_sampling import IntegerCandidates

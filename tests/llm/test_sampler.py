@@ -7,7 +7,7 @@ import pytest
 from sampler_rule import reference
 
 from workbench.llm.base import SamplingParams
-from workbench.llm.sampler import distribution, draw
+from workbench.llm.distribution.sampler import distribution, draw
 
 
 @pytest.mark.parametrize(

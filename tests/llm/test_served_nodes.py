@@ -1,4 +1,4 @@
-"""Distribution mode on a server (`served_nodes`), against a toy vLLM over real HTTP on
+"""Distribution mode on a server (`llm.distribution.served`), against a toy vLLM over real HTTP on
 127.0.0.1 (`toy_vllm`): the start-up probe proves or refuses the mode, every agent's answer is
 the one its own walk over the server's probabilities gives, more than 128 allowed tokens take
 several requests, a failing node fails only its group, and the manifest says which mode
@@ -15,11 +15,12 @@ from fake_openai import FakeServer
 from toy_vllm import END, ToyVLLM
 
 from workbench.errors import ModelError
-from workbench.llm.answer_trie import IntegerVocabulary, PromptGroup, TrieCounts
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
+from workbench.llm.distribution.probe import PROBE_REQUEST
+from workbench.llm.distribution.sampler import draw
+from workbench.llm.distribution.vocabulary import IntegerVocabulary
+from workbench.llm.distribution.walk import PromptGroup, TrieCounts
 from workbench.llm.openai_compat import OpenAICompatModel
-from workbench.llm.sampler import draw
-from workbench.llm.served_probe import PROBE_REQUEST
 from workbench.results import verify_bundle
 from workbench.runtime import Simulation
 

@@ -3,7 +3,7 @@
 Agents are grouped by everything their prompt is made of (persona text, model, their own earlier
 guesses; the rules and the round question are shared), as columns, before any prompt is built:
 one prompt per group. The model draws every agent's answer through the answer trie
-(`llm.answer_trie`), each agent with its own uniforms, a pure function of (seed, agent, round,
+(`llm.distribution`), each agent with its own uniforms, a pure function of (seed, agent, round,
 step); the answers are then parsed once per distinct answer and spread back to the agents. The
 paper's extraction call, when it applies, is drawn the same way, one prompt per distinct answer.
 """
@@ -22,15 +22,15 @@ from workbench.agents import streams
 from workbench.agents.shard import AgentShard, RoundContext, decisions_table
 from workbench.config import ExtractNumber
 from workbench.game import Status, answer_prefer, parse_answers
-from workbench.llm.answer_trie import (
+from workbench.llm.base import ChatRequest, SamplingParams, with_extraction
+from workbench.llm.chat_model import ChatModel
+from workbench.llm.distribution.walk import (
     EXTRACT_STREAM_OFFSET,
     STEP_STREAM,
     GroupAnswers,
     PromptGroup,
     TrieCounts,
 )
-from workbench.llm.base import ChatRequest, SamplingParams, with_extraction
-from workbench.llm.chat_model import ChatModel
 
 
 class DrawingPolicy(Protocol):

@@ -31,7 +31,6 @@ from workbench.game import (
     rules_text,
     user_message,
 )
-from workbench.llm.answer_trie import TrieCounts
 from workbench.llm.base import (
     ChatRequest,
     ChatResult,
@@ -40,6 +39,7 @@ from workbench.llm.base import (
     with_extraction,
 )
 from workbench.llm.chat_model import ChatModel, as_chat_model
+from workbench.llm.distribution.walk import TrieCounts
 
 # stream numbers: one per independent use of randomness
 _GUESS, _DEPTH, _NOISE = 1, 2, 3

@@ -1,10 +1,10 @@
 """The one sampling law: its settings, their defaults and ranges, and the order they apply in.
 
 Every path that draws a token follows this law, so one config draws from one distribution
-whichever path answers it: distribution mode's own sampler (`llm.sampler`), the embedded
-model's per-agent chain (`llm.embedded.llamacpp_sampling`), a vLLM engine in process, and the
-requests sent to servers (which get every setting, so a server's own defaults, such as a
-model's `generation_config`, never apply). The order is vLLM's (its v1 sampler):
+whichever path answers it: distribution mode's own sampler (`llm.distribution.sampler`), the
+embedded model's per-agent chain (`llm.embedded.llamacpp_sampling`), a vLLM engine in process, and
+the requests sent to servers (which get every setting, so a server's own defaults, such as a model's
+`generation_config`, never apply). The order is vLLM's (its v1 sampler):
 
 1. the allowed set (the output constraint's grammar);
 2. temperature (0: the likeliest token, ties to the lowest id; nothing below applies);

@@ -13,16 +13,16 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from workbench.errors import ConfigError
-from workbench.llm.answer_trie import IntegerVocabulary, Node, NodeScorer
 from workbench.llm.base import ChatRequest, ChatResult, SamplingParams, report_answered
 from workbench.llm.chat_model import ChatModel, as_chat_model
+from workbench.llm.distribution.cached import CachedScorer
+from workbench.llm.distribution.scorer import NodeScorer
 
 VOLATILE_IDENTITY = ("base_urls", "n_threads", "threads", "cache", "servers", "sampling")
 """Identity fields that do not change answers (where a model runs, how many threads, what a
@@ -189,13 +189,17 @@ class CachedModel(ChatModel):
         """Close the wrapped model."""
         self.model.close()
 
+    def _count(self, misses: int) -> None:
+        self.calls += misses
+
     def node_scorer(self) -> NodeScorer | None:
         """The wrapped model's node scorer behind this cache (None when it has none)."""
         inner = self.model.node_scorer()
         if inner is None:
             return None
         if self._scorer is None or self._scorer.inner is not inner:
-            self._scorer = CachedScorer(inner, self.cache, self.identity, self)
+            stable = {k: v for k, v in self.identity.items() if k not in VOLATILE_IDENTITY}
+            self._scorer = CachedScorer(inner, self.cache, stable, self._count)
         return self._scorer
 
     async def generate(
@@ -228,69 +232,3 @@ class CachedModel(ChatModel):
                     )
             self.cache.put_many(fresh)
         return results  # type: ignore[return-value]
-
-
-class CachedScorer(NodeScorer):
-    """A node scorer whose nodes' logits come from the cache file where present: a rerun of a
-    distribution-mode round scores no node again. It schedules as the scorer it wraps."""
-
-    def __init__(
-        self,
-        inner: NodeScorer,
-        cache: ResponseCache,
-        identity: dict[str, Any],
-        owner: CachedModel,
-    ) -> None:
-        self.inner = inner
-        self.owner = owner
-        self.cache = cache
-        self.concurrent = inner.concurrent
-        self.window = inner.window
-        stable = {k: v for k, v in identity.items() if k not in VOLATILE_IDENTITY}
-        self._salt = json.dumps(
-            {"model": stable, "nodes": inner.describe()}, sort_keys=True, default=str
-        )
-
-    def accepting(self) -> bool:
-        """Whether the wrapped scorer takes new walks now."""
-        return self.inner.accepting()
-
-    def turn(self) -> AbstractAsyncContextManager[object]:
-        """The wrapped scorer's turns (the engine behind it is the same)."""
-        return self.inner.turn()
-
-    def describe(self) -> dict[str, Any]:
-        """The wrapped scorer's description."""
-        return self.inner.describe()
-
-    async def vocabulary(self, low: int, high: int) -> IntegerVocabulary:
-        """The wrapped scorer's vocabulary."""
-        return await self.inner.vocabulary(low, high)
-
-    async def prompt_tokens(self, requests: Sequence[ChatRequest]) -> list[tuple[int, ...]]:
-        """The wrapped scorer's prompt tokens."""
-        return await self.inner.prompt_tokens(requests)
-
-    def key(self, node: Node) -> str:
-        """sha256 over the model, how nodes are computed, and the node itself."""
-        text = json.dumps([self._salt, node.prompt, node.prefix, node.allowed.tolist()])
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-    async def score(self, nodes: Sequence[Node]) -> list[np.ndarray]:
-        """Cached logits where present; the wrapped scorer for the rest (then stored)."""
-        keys = [self.key(node) for node in nodes]
-        found = self.cache.get_logits(keys)
-        misses = [i for i, key in enumerate(keys) if key not in found]
-        if misses:
-            self.owner.calls += len(misses)
-            fresh = await self.inner.score([nodes[i] for i in misses])
-            self.cache.put_logits(
-                [(keys[i], logits) for i, logits in zip(misses, fresh, strict=True)]
-            )
-            found.update(
-                {
-                    keys[i]: np.asarray(v, dtype=np.float64)
-                    for i, v in zip(misses, fresh, strict=True)
-                }
-            )
-        return [found[key] for key in keys]

@@ -2,7 +2,7 @@
 
 `ChatModel` answers a batch of `ChatRequest`s (`base`) with one `ChatResult` each, in input
 order, and in distribution mode draws constrained answers through the answer trie
-(`answer_trie`) with the node scorer it offers. `as_chat_model` adapts any object that has
+(`llm.distribution`) with the node scorer it offers. `as_chat_model` adapts any object that has
 `identity` and `async generate(requests, params)`.
 """
 
@@ -15,7 +15,8 @@ from workbench.errors import ConfigError
 from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
 
 if TYPE_CHECKING:
-    from workbench.llm.answer_trie import GroupAnswers, NodeScorer, PromptGroup, TrieCounts
+    from workbench.llm.distribution.scorer import NodeScorer
+    from workbench.llm.distribution.walk import GroupAnswers, PromptGroup, TrieCounts
 
 
 class ChatModel:
@@ -60,8 +61,8 @@ class ChatModel:
         """Release what the model holds; it may be loaded again later."""
 
     def node_scorer(self) -> NodeScorer | None:
-        """Distribution mode's scorer of answer-trie nodes (`answer_trie`); None when this model
-        answers constrained requests with its own sampler, one generation per agent."""
+        """Distribution mode's scorer of answer-trie nodes (`llm.distribution`); None when this
+        model answers constrained requests with its own sampler, one generation per agent."""
         return None
 
     def draws_answers(self) -> bool:
@@ -75,9 +76,9 @@ class ChatModel:
         uniforms: Callable[[Any, int], Any],
         counts: TrieCounts,
     ) -> list[GroupAnswers]:
-        """Every group's answers drawn through the answer trie (`answer_trie.draw_answers`)."""
+        """Every group's answers drawn through the answer trie (`walk.draw_answers`)."""
         # imported here: the trie needs numpy, which `import workbench.llm` does not load
-        from workbench.llm.answer_trie import draw_answers
+        from workbench.llm.distribution.walk import draw_answers
 
         scorer = self.node_scorer()
         if scorer is None:

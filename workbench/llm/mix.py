@@ -16,7 +16,7 @@ from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
 from workbench.llm.chat_model import ChatModel, as_chat_model
 
 if TYPE_CHECKING:
-    from workbench.llm.answer_trie import GroupAnswers, PromptGroup, TrieCounts
+    from workbench.llm.distribution.walk import GroupAnswers, PromptGroup, TrieCounts
 
 T = TypeVar("T")
 

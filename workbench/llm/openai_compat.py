@@ -28,9 +28,9 @@ from workbench.llm.base import (
     report_answered,
 )
 from workbench.llm.chat_model import ChatModel
+from workbench.llm.distribution.probe import INVARIANT_FIX, resolve_sampling
+from workbench.llm.distribution.served import HttpNodes, ServedNodeScorer
 from workbench.llm.key_policy import api_key_for
-from workbench.llm.served_nodes import ServedNodeScorer
-from workbench.llm.served_probe import INVARIANT_FIX, resolve_sampling
 from workbench.llm.servers import (
     CONSTRAINT_MODES,
     AnswerShapeError,
@@ -74,7 +74,7 @@ class OpenAICompatModel(ChatModel):
     (`step="extract"`) stay constrained wherever the server honours a mode. `seed="none"` sends
     no per-request seed. `sampling` chooses who draws constrained integer answers: the server
     (one generation per agent), or the workbench from the node probabilities the server gives
-    (distribution mode, `served_nodes`), which the start-up check proves or refuses (`auto`
+    (distribution mode, `distribution.served`), which the start-up check proves or refuses (`auto`
     falls back to the server and records why).
     """
 
@@ -181,7 +181,7 @@ class OpenAICompatModel(ChatModel):
         out: dict[str, Any] = {"requested": self.sampling}
         scorer = self.node_scorer()
         if scorer is not None:
-            from workbench.llm.sampler import SAMPLER_VERSION
+            from workbench.llm.distribution.sampler import SAMPLER_VERSION
 
             out = {"mode": "workbench", **out, "sampler": SAMPLER_VERSION}
             out["batch_invariant"] = scorer.batch_invariant()
@@ -202,7 +202,7 @@ class OpenAICompatModel(ChatModel):
         if mode != "workbench":
             return None
         if self._scorer is None:
-            self._scorer = ServedNodeScorer(self)
+            self._scorer = ServedNodeScorer(HttpNodes(self))
         return self._scorer
 
     def load(self) -> OpenAICompatModel:

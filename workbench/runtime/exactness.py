@@ -3,8 +3,8 @@
 For the first agents of a finished distribution-mode bundle on the embedded model, every round's
 prompt is rebuilt per agent (the per-agent request builder, from the bundle's personas and the
 agent's own recorded guesses), evaluated from a cleared context and drawn with the same sampler
-and the agent's own uniforms (`llamacpp_nodes.reference_answer`). The bundle's raw answer must
-equal it, character for character. `workbench bench scale` prints the verdict as `exact`.
+and the agent's own uniforms (`llm.distribution.embedded.reference_answer`). The bundle's raw answer
+must equal it, character for character. `workbench bench scale` prints the verdict as `exact`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import PopulationSpec
 from workbench.llm import sampling_params
-from workbench.llm.answer_trie import STEP_STREAM
 from workbench.llm.base import split_extraction
+from workbench.llm.distribution.embedded import reference_answer
+from workbench.llm.distribution.walk import STEP_STREAM
 from workbench.llm.embedded.llamacpp import LlamaCppModel
-from workbench.llm.embedded.llamacpp_nodes import reference_answer
 from workbench.population import population_note
 from workbench.results.bundle import Bundle
 

@@ -20,8 +20,8 @@ import numpy as np
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.llm import ChatModel, as_chat_model, model_for
-from workbench.llm.answer_trie import GroupAnswers, PromptGroup, TrieCounts, report_group
 from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
+from workbench.llm.distribution.walk import GroupAnswers, PromptGroup, TrieCounts, report_group
 
 Placement = Literal["shard", "node", "gpu", "cluster"]
 

@@ -18,6 +18,7 @@ from typing import Any
 from workbench.errors import ConfigError, ModelError
 from workbench.llm.base import ChatRequest, ChatResult, OutputConstraint, SamplingParams
 from workbench.llm.chat_model import ChatModel
+from workbench.llm.distribution.embedded import EmbeddedNodeScorer
 from workbench.llm.embedded.cpu_share import CpuShare
 from workbench.llm.embedded.engine import (
     PIECES_RULE,
@@ -34,7 +35,6 @@ from workbench.llm.embedded.engine import (
     shipped_model_path,
     vocabulary,
 )
-from workbench.llm.embedded.llamacpp_nodes import EmbeddedNodeScorer
 from workbench.llm.embedded.llamacpp_sampling import answer_sampler
 from workbench.llm.embedded.prefix_pieces import chunks, prompt_pieces, reusable_prefix
 from workbench.llm.grammar import integer_can_continue, integer_range_grammar
@@ -115,7 +115,7 @@ class LlamaCppModel(ChatModel):
                 "mode": "server",
                 "sampler": "llama.cpp's samplers in the law's order, one generation per agent",
             }
-        from workbench.llm.sampler import SAMPLER_VERSION
+        from workbench.llm.distribution.sampler import SAMPLER_VERSION
 
         scorer = self.node_scorer()
         assert scorer is not None

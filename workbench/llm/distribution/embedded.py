@@ -1,5 +1,5 @@
 """The embedded model's answer-trie nodes: the logits of the allowed tokens after a prompt and
-the answer tokens drawn so far (distribution mode, `answer_trie`).
+the answer tokens drawn so far (distribution mode, `walk`).
 
 A node is evaluated exactly as one agent's own answer would be: the prompt in its canonical
 pieces (`prefix_pieces`), then each answer token alone, one decode per token. So its logits are
@@ -20,13 +20,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from workbench.llm.answer_trie import IntegerVocabulary, Node, NodeScorer
 from workbench.llm.base import ChatRequest, SamplingParams
+from workbench.llm.distribution.sampler import draw
+from workbench.llm.distribution.scorer import Node, NodeScorer
+from workbench.llm.distribution.vocabulary import IntegerVocabulary
 from workbench.llm.embedded.cpu_share import CpuShare
 from workbench.llm.embedded.engine import Engine, EngineCounters, chat_tokens, decode, last_logits
 from workbench.llm.embedded.node_slots import ROWS, Key, NodeSlots, self_check
 from workbench.llm.embedded.prefix_pieces import common_prefix
-from workbench.llm.sampler import draw
 
 SELF_CHECK_PROMPT = b"<|im_start|>user\nPick a whole number from 0 to 100.\nYour number:"
 """The prompt the node slots are checked on (`node_slots.self_check`)."""

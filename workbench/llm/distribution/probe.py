@@ -19,9 +19,15 @@ import httpx
 import numpy as np
 
 from workbench.errors import ModelError
-from workbench.llm.answer_trie import Node, PromptGroup, draw_answers
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
-from workbench.llm.served_nodes import IntegerTokens, ServedModel, ServedNodeScorer
+from workbench.llm.distribution.scorer import Node
+from workbench.llm.distribution.served import (
+    HttpNodes,
+    IntegerTokens,
+    ServedModel,
+    ServedNodeScorer,
+)
+from workbench.llm.distribution.walk import PromptGroup, draw_answers
 from workbench.llm.servers import constraint_body, probe_answer
 
 PROBE_RANGE = (0, 100)
@@ -54,10 +60,10 @@ async def resolve_sampling(
         if why is not None:
             reasons.append(f"{where}: {why}")
     if not reasons:
-        scorer = ServedNodeScorer(model)
+        scorer = ServedNodeScorer(HttpNodes(model))
         scorer.tokens = tokens
         for base in model.base_urls:
-            pinned = ServedNodeScorer(model, base)
+            pinned = ServedNodeScorer(HttpNodes(model, base))
             pinned.tokens = tokens
             scorer.invariance[base] = await invariance(pinned, client)
         return scorer, None
@@ -85,7 +91,8 @@ async def _refusal(
     mode = model.modes.get(base)
     if mode is None:
         return "no constraint mode to compare the server's own greedy answer with", tokens
-    scorer = ServedNodeScorer(model, base)
+    source = HttpNodes(model, base)
+    scorer = ServedNodeScorer(source)
     scorer.tokens = tokens
     uniforms = lambda ids, depth: np.zeros(len(ids))  # noqa: E731 - greedy: never read
     group = PromptGroup(PROBE_REQUEST, np.zeros(1, dtype=np.int64))
@@ -104,7 +111,7 @@ async def _refusal(
         **constraint_body(mode, PROBE_REQUEST.constraint),
     }
     try:
-        theirs = await scorer._post(client, "/chat/completions", body, probe_answer)
+        theirs = await source.post(client, "/chat/completions", body, probe_answer)
     except ModelError as exc:
         return f"its own greedy answer to the probe failed ({exc})", scorer.tokens
     if theirs != ours:
@@ -119,8 +126,8 @@ async def _refusal(
     return None, scorer.tokens
 
 
-async def invariance(scorer: ServedNodeScorer, client: httpx.AsyncClient) -> dict[str, Any]:
-    """Whether one endpoint's node log-probabilities are the same however it is asked: one node
+async def invariance(scorer: ServedNodeScorer, client: Any) -> dict[str, Any]:
+    """Whether one engine's node log-probabilities are the same however it is asked: one node
     alone on a cold prefix cache (its prompt carries a fresh nonce), the same node again
     (warm), and inside a batch of `INVARIANCE_BATCH` prompts; compared bitwise. GPUs are not
     batch invariant by default, and a prefix-cache hit can shift a node's logits too: the
