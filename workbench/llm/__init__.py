@@ -18,7 +18,10 @@ def make_model(spec: ModelSpec) -> ChatModel:
         from workbench.llm.vllm_engine import VLLMEngineModel
 
         model = VLLMEngineModel(
-            spec.name or "", seeded=spec.seed == "per_request", **spec.engine_args
+            spec.name or "",
+            seeded=spec.seed == "per_request",
+            sampling=spec.sampling,
+            **spec.engine_args,
         )
     elif spec.kind == "replay":
         from workbench.llm.replay import ReplayModel
