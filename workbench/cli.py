@@ -147,6 +147,16 @@ def run_command(
     resume: Annotated[
         Path | None, typer.Option(help="finish a cancelled or failed bundle instead")
     ] = None,
+    fork: Annotated[
+        Path | None,
+        typer.Option(
+            help="a what-if: a new bundle sharing this bundle's rounds before --at-round, the "
+            "rest played with the --set changes"
+        ),
+    ] = None,
+    at_round: Annotated[
+        int | None, typer.Option("--at-round", help="with --fork: the first round it plays")
+    ] = None,
     base_url: Annotated[
         list[str] | None,
         typer.Option(
@@ -176,7 +186,8 @@ def run_command(
         ),
     ] = False,
 ) -> None:
-    """Play a game from CONFIG into a new bundle (or --resume BUNDLE); print the round table."""
+    """Play a game from CONFIG into a new bundle (or --resume BUNDLE, or --fork BUNDLE
+    --at-round K); print the round table."""
     from workbench._examples import example_path
     from workbench.config import apply_overrides, load_run_config, parse_assignments, to_yaml
     from workbench.errors import ConfigError
@@ -184,10 +195,13 @@ def run_command(
     from workbench.results.writer import check_run_id
     from workbench.runtime import Simulation
 
-    if sum(x is not None for x in (config, resume, example)) != 1:
+    if sum(x is not None for x in (config, resume, example, fork)) != 1:
         raise ConfigError(
-            "give a CONFIG file to run, --example NAME, or --resume BUNDLE (exactly one)"
+            "give a CONFIG file to run, --example NAME, --resume BUNDLE or --fork BUNDLE "
+            "(exactly one)"
         )
+    if (fork is None) != (at_round is None):
+        raise ConfigError("--fork and --at-round go together: --fork BUNDLE --at-round K")
     if example is not None:
         config = example_path(example)
     if resume is not None:
@@ -211,18 +225,25 @@ def run_command(
             Bundle.open(resume).config.with_base_urls(base_url, "--base-url")
         sim = Simulation.resume(resume, base_urls=base_url or None)
     else:
-        cfg = load_run_config(config)
-        if base_url:
-            cfg = cfg.with_base_urls(base_url, "--base-url")
         flags = {"seed": seed, "n_agents": n_agents, "game.rounds": rounds, "backend.kind": backend}
         overrides = {k: v for k, v in flags.items() if v is not None}
         overrides |= parse_assignments(sets or [], "--set")
-        where = f"{config} (with command-line overrides)"
-        cfg = apply_overrides(cfg, overrides, where, base=Path(config).parent)
+        if fork is not None:
+            assert at_round is not None
+            if base_url:
+                overrides["model.base_urls"] = list(base_url)
+            sim = Simulation.fork(fork, at_round, overrides)  # refuses what a fork must keep
+            cfg = sim.config
+        else:
+            cfg = load_run_config(config)
+            if base_url:
+                cfg = cfg.with_base_urls(base_url, "--base-url")
+            where = f"{config} (with command-line overrides)"
+            cfg = apply_overrides(cfg, overrides, where, base=Path(config).parent)
+            sim = Simulation(cfg)
         if print_config:
             typer.echo(to_yaml(cfg, as_written=True), nl=False)
             return
-        sim = Simulation(cfg)
         if run_id is not None:
             check_run_id(run_id, Path(out if out is not None else cfg.output.dir), "--run-id")
     table = RoundTable()

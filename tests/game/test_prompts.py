@@ -161,3 +161,14 @@ def test_round_question_rejects_wrong_count_of_previous_targets(round_number, ta
 def test_rules_text_rejects_no_players():
     with pytest.raises(ValueError, match="n_players must be at least 1, got 0"):
         rules_text(GameSpec(), 0)
+
+
+def test_an_announcement_reaches_every_agent_in_the_shared_question():
+    said = "Game theory says the equilibrium is 0."
+    game = _game(announcement=said)
+    question = round_question(game, 2, [30.0])
+    assert question.index(said) < question.index("Which number")  # before the question
+    assert said not in round_question(_game(), 2, [30.0])
+    assert said in user_message(game, 1, [], "a teacher", [])
+    with pytest.raises(ValueError, match="announcement"):
+        _game(announcement="x" * 501)

@@ -40,6 +40,13 @@ class PromptSpec(StrictModel):
     population_note: bool = Field(
         False, description="tell agents how the population is composed (its dimensions' shares)"
     )
+    announcement: str | None = Field(
+        None,
+        min_length=1,
+        max_length=500,
+        description="a message every agent reads in each round's question, e.g. 'Game theory "
+        "says the equilibrium is 0.' (what-if forks: from the round the fork starts at)",
+    )
 
     @classmethod
     def paper(cls, number: int) -> PromptSpec:

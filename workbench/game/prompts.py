@@ -132,6 +132,8 @@ def round_question(game: GameSpec, round_number: int, previous_targets: Sequence
             for r, t in enumerate(previous_targets, start=1)
         )
         lines.append(f"Winning numbers ({_target_phrase(game)}) so far: {results}.")
+    if game.prompt.announcement:
+        lines.append(f"Announcement to all players: {game.prompt.announcement.strip()}")
     now = " now" if previous_targets else ""
     lines.append(
         f"{_round_label(game, round_number)}Which number do you choose{now}? {_reminder(game)}"

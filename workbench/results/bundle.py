@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from workbench.config import RunConfig, validate
+from workbench.config import GameSpec, RunConfig, validate
 from workbench.errors import BundleError, ConfigError, WorkbenchError
 from workbench.results.html import bundle_html, damaged_html
 from workbench.results.layout import (
@@ -231,6 +231,26 @@ class Bundle:
             return validate(RunConfig, data, f"{self.path / MANIFEST}: config")
         except ConfigError as exc:
             raise BundleError(str(exc)) from None
+
+    @property
+    def forked_from(self) -> dict[str, Any] | None:
+        """The parent a fork shares its first rounds with (`results.fork`), or None."""
+        entry = self._field("forked_from", dict, optional=True)
+        return None if entry is None else dict(entry)
+
+    def game_of(self, round_number: int) -> GameSpec:
+        """The game a round was played under: the config's, except a fork's shared rounds,
+        played under its parent's (recorded in `forked_from.round_games`)."""
+        fork = self.forked_from
+        if fork is None or round_number >= int(fork.get("at_round", 0)):
+            return self.config.game
+        games = fork.get("round_games")
+        if not isinstance(games, list) or not 1 <= round_number <= len(games):
+            raise self._damaged("forked_from", "round_games for every shared round", "none")
+        try:
+            return validate(GameSpec, games[round_number - 1], "forked_from.round_games")
+        except ConfigError as exc:
+            raise BundleError(f"{self.path / MANIFEST}: {exc}") from None
 
     # ------------------------------------------------------------------ data
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 
 from workbench._files import sha256_file
-from workbench.config import RunConfig, read_yaml, validate
+from workbench.config import GameSpec, RunConfig, read_yaml, validate
 from workbench.errors import BundleError, ConfigError
 from workbench.game.rules import FAILED_STATUSES, ROUND_STAT_FIELDS, round_stats
 from workbench.results.bundle import Bundle
@@ -207,10 +207,11 @@ def _check_rounds(bundle: Bundle, config: RunConfig | None, problems: list[str])
                 f"round {number}: {len(responses)} responses, config n_agents is {config.n_agents}"
             )
         masks = _masks(responses)
-        expected = round_stats(masks["guesses"], masks["valid"], config.game, **_counted(masks))
+        game = bundle.game_of(number)  # a fork's shared rounds: its parent's game
+        expected = round_stats(masks["guesses"], masks["valid"], game, **_counted(masks))
         _compare(row, expected.as_dict(), where, problems)
-        if config.game.group_by is not None:
-            _check_groups(bundle, config, number, responses, masks, problems)
+        if game.group_by is not None:
+            _check_groups(bundle, game, number, responses, masks, problems)
 
 
 def _masks(responses: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -254,14 +255,14 @@ def _compare(row: dict, expected: dict, where: str, problems: list[str]) -> None
 
 def _check_groups(
     bundle: Bundle,
-    config: RunConfig,
+    game: GameSpec,
     number: int,
     responses: pd.DataFrame,
     masks: dict[str, np.ndarray],
     problems: list[str],
 ) -> None:
     """groups.parquet's rows of one round against statistics recomputed per group."""
-    column = config.game.group_by
+    column = game.group_by
     stored = bundle.groups(as_written=True)
     stored = stored[stored["round"] == number] if len(stored) else stored
     group_of = bundle.personas().set_index("agent_id")[column].astype(str)
@@ -274,21 +275,24 @@ def _check_groups(
     for row in stored.to_dict("records"):
         mask = groups == str(row["group"])
         guesses, valid = masks["guesses"][mask], masks["valid"][mask]
-        expected = round_stats(guesses, valid, config.game, **_counted(masks, mask))
+        expected = round_stats(guesses, valid, game, **_counted(masks, mask))
         where = f"groups.parquet round {number} group {row['group']!r}"
         _compare(row, expected.as_dict(), where, problems)
 
 
-def verify_bundle(path: str | Path) -> VerifyReport:
+def verify_bundle(path: str | Path, *, require_complete: bool = True) -> VerifyReport:
     """Recompute a bundle's hashes, row counts and round statistics and report every mismatch.
 
-    Raises BundleError only when `path` is not a bundle at all.
+    `require_complete=False` checks a cancelled or failed bundle's finished rounds without
+    counting its status as a problem (what a fork of it shares). Raises BundleError only when
+    `path` is not a bundle at all.
     """
     bundle = Bundle.open(path)
     problems: list[str] = []
     checked = 0
     try:
-        _check_status(bundle, problems)
+        if require_complete:
+            _check_status(bundle, problems)
         linked = _check_links(bundle, problems)
         checked = _check_files(bundle, problems)
         if not linked:  # a bundle holding links is refused: its data is not read through them

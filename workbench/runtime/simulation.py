@@ -14,9 +14,8 @@ import dataclasses
 import importlib.metadata
 import inspect
 import platform
-import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from workbench.agents.context_probes import probe_requests
 from workbench.agents.factory import make_policy
@@ -36,16 +34,17 @@ from workbench.config import (
     LLMPolicySpec,
     PopulationSpec,
     RunConfig,
+    apply_overrides,
     load_run_config,
     resolve_population,
     validate,
 )
-from workbench.errors import NO_RESUME, BundleError, ConfigError, RoundFailedError, one_line
-from workbench.game import FAILED_STATUSES, RoundStats, round_stats
+from workbench.errors import BundleError, ConfigError, one_line
+from workbench.game import RoundStats
 from workbench.llm import ChatModel, as_chat_model, model_for, sampling_params
-from workbench.llm.base import most_informative
 from workbench.population import population_note, quota_assignment, sample_population
 from workbench.results import Bundle, BundleWriter
+from workbench.results.fork import check_fork, copy_shared_rounds, forked_from
 from workbench.results.writer import final_status
 from workbench.runtime.backend import Backend, make_backend
 from workbench.runtime.events import (
@@ -58,19 +57,13 @@ from workbench.runtime.events import (
     Subscriber,
     round_note,
 )
+from workbench.runtime.round_outcome import check_failures, round_outcome
 
 MODEL_STREAM = 0x4D0DE1
 """Seed salt of the per-agent model assignment (independent of the population's streams)."""
 
 TEXT_LIMIT = 1_000_000
 """Above this many agents, non-LLM runs skip persona text (it is never read by their policies)."""
-
-CONTEXT_OVERFLOW = re.compile(r"context (window|length|size)", re.IGNORECASE)
-"""A failed answer's error saying its prompt did not fit the model's context (llama.cpp's
-"exceed context window", vLLM's "maximum context length", llama.cpp server's "context size")."""
-
-ERROR_TEXT_LIMIT = 400
-"""Most characters of a failed answer's error that a RoundFailedError quotes (its fix follows)."""
 
 RoundCallback = Callable[[int, RoundStats, float], Awaitable[None] | None]
 
@@ -124,7 +117,6 @@ class Simulation:
         # the manifest's rounds, as BundleWriter.reopen counts them: a run killed between
         # writing rounds.parquet and the manifest replays that round rather than skipping it
         done = opened.rounds_done
-        targets = [float("nan") if r.get("target") is None else float(r["target"]) for r in done]
         config, changes = opened.config, {}
         if base_urls is not None:
             config = config.with_base_urls(base_urls, "base_urls")
@@ -134,7 +126,33 @@ class Simulation:
         if done:
             memory = opened.responses()
             memory = memory[memory["round"] <= len(done)]
-        sim._resume = _Resume(opened.path, targets, memory, changes)
+        sim._resume = _Resume(opened.path, _targets(done), memory, changes)
+        return sim
+
+    @classmethod
+    def fork(
+        cls,
+        parent: str | Path | Bundle,
+        at_round: int,
+        overrides: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Simulation:
+        """A what-if: a new run whose rounds before `at_round` are `parent`'s (copied byte for
+        byte once the parent verifies) and which plays the rest under the parent's config with
+        `overrides` (dotted keys, as `--set` takes them: another ratio, an announcement, another
+        model, more rounds). Its manifest names the parent (`forked_from`); `run()` writes it as
+        a new bundle, and a fork is resumed like any run."""
+        opened = parent if isinstance(parent, Bundle) else Bundle.open(parent)
+        where = f"fork of {opened.run_id}"
+        overrides = dict(overrides or {})
+        config = apply_overrides(opened.config, overrides, where)
+        check_fork(opened, at_round, config, where)
+        shared = [r for r in opened.rounds_done if int(r["round"]) < at_round]
+        memory = opened.responses()
+        memory = memory[memory["round"] < at_round]
+        sim = cls(config, personas=opened.personas(), **kwargs)
+        fork = forked_from(opened, at_round, overrides)
+        sim._resume = _Resume(opened.path, _targets(shared), memory, fork=fork)
         return sim
 
     def to_dist(
@@ -292,10 +310,11 @@ class Simulation:
         return shards
 
     def _writer(self, out_dir: str | Path | None, run_id: str | None) -> BundleWriter:
-        if self._resume is not None:
-            return BundleWriter.reopen(self._resume.path, self._resume.changes)
+        resume = self._resume
+        if resume is not None and resume.fork is None:
+            return BundleWriter.reopen(resume.path, resume.changes)
         cfg = self.config
-        return BundleWriter(
+        writer = BundleWriter(
             Path(out_dir if out_dir is not None else cfg.output.dir),
             cfg,
             run_id=run_id,
@@ -303,6 +322,14 @@ class Simulation:
             model=self.describe_model(),
             seeds={"run": cfg.seed, "population": cfg.seed, "agents": cfg.seed},
         )
+        if resume is not None and resume.fork is not None:  # a fork: the parent's rounds first
+            try:
+                copy_shared_rounds(writer, Bundle.open(resume.path), resume.fork["at_round"])
+                writer.record(forked_from=resume.fork)
+            except BaseException as exc:  # the fork is marked failed, never left running
+                writer.end(exc)
+                raise
+        return writer
 
     async def arun(
         self,
@@ -374,7 +401,7 @@ class Simulation:
                 if backend.describe() != described:  # e.g. a respawned Ray actor
                     described = backend.describe()
                     writer.record(backend=described)
-                _check_failures(tables, number, cfg.max_failed_share, writer.path, served)
+                check_failures(tables, number, cfg.max_failed_share, writer.path, served)
                 stats, seconds = await self._store_round(writer, number, tables, group_codes, start)
                 targets.append(stats.target)
                 row = {**stats.as_dict(), "seconds": seconds}
@@ -421,7 +448,7 @@ class Simulation:
             for shard_index, table in enumerate(tables)
         )
         reduced, *_ = await asyncio.gather(
-            asyncio.to_thread(_stats, tables, self.config, group_codes), *writes
+            asyncio.to_thread(round_outcome, tables, self.config, group_codes), *writes
         )
         stats, groups = reduced
         if groups:
@@ -443,103 +470,19 @@ class Simulation:
 @dataclass(frozen=True)
 class _Resume:
     """What a resumed run continues from: its bundle, the targets so far, earlier responses,
-    and what the resume changed (recorded in the manifest)."""
+    and what the resume changed (recorded in the manifest); a fork's `path` is its parent's
+    and `fork` its manifest entry (`results.fork.forked_from`)."""
 
     path: Path
     targets: list[float]
     memory: pd.DataFrame | None
     changes: dict[str, Any] = dataclasses.field(default_factory=dict)
+    fork: dict[str, Any] | None = None
 
 
-_FAILED = pa.array(FAILED_STATUSES)
-
-
-def _extracted(table: pa.Table) -> pa.Array | pa.ChunkedArray:
-    """Which decisions the extraction call read (the optional `extracted` column; else none)."""
-    if "extracted" not in table.column_names:
-        return pa.array(np.zeros(table.num_rows, dtype=bool))
-    return pc.fill_null(table.column("extracted").cast(pa.bool_()), False)
-
-
-def _columns(
-    tables: list[pa.Table], column: Callable[[pa.Table], pa.Array | pa.ChunkedArray]
-) -> np.ndarray:
-    """One per-decision column over every shard's table, as one numpy array."""
-    return np.concatenate([column(t).to_numpy(zero_copy_only=False) for t in tables])
-
-
-def _stats(
-    tables: list[pa.Table], cfg: RunConfig, groups: tuple[np.ndarray, list[str]] | None = None
-) -> tuple[RoundStats, list[dict[str, Any]]]:
-    """The round's statistics over every shard's decisions (invalid answers excluded), and each
-    group's own (a sub-environment: its mean, its target, its winners) when groups are given."""
-    guesses = _columns(tables, lambda t: t.column("guess"))
-    valid = _columns(tables, lambda t: pc.equal(t.column("status"), "ok"))
-    failed = _columns(tables, lambda t: pc.is_in(t.column("status"), _FAILED))
-    extracted = _columns(tables, _extracted)
-    per_group: list[dict[str, Any]] = []
-    if groups is not None:
-        codes_by_agent, names = groups
-        codes = codes_by_agent[_columns(tables, lambda t: t.column("agent_id"))]
-        for code, name in enumerate(names):
-            mask = codes == code
-            if mask.any():
-                group_stats = round_stats(
-                    guesses[mask],
-                    valid[mask],
-                    cfg.game,
-                    failed=failed[mask],
-                    extracted=extracted[mask],
-                )
-                per_group.append({"group": name, **group_stats.as_dict()})
-    stats = round_stats(guesses, valid, cfg.game, failed=failed, extracted=extracted)
-    return stats, per_group
-
-
-def _check_failures(
-    tables: list[pa.Table], number: int, limit: float, bundle: Path, served: bool = True
-) -> None:
-    """RoundFailedError when more than `limit` of the round's answers failed (model_error or
-    timeout): a dead model server must not pass for a round of results.
-
-    The message names the round, the failures by kind, the most telling error (a server's own
-    HTTP answer before the refused connections after it) and the fix: for prompts that do not
-    fit the model's context a new run (a resume keeps the config and replays the same
-    prompts), else the resume command, after restarting the server when the model is `served`.
-    """
-    n = sum(t.num_rows for t in tables)
-    kinds = {
-        kind: sum(int(pc.sum(pc.equal(t.column("status"), kind)).as_py() or 0) for t in tables)
-        for kind in FAILED_STATUSES
-    }
-    failed = sum(kinds.values())
-    if n == 0 or failed / n <= limit:
-        return
-    errors: list[str | None] = []
-    for t in tables:
-        if "raw" in t.column_names:
-            raw = t.filter(pc.is_in(t.column("status"), _FAILED)).column("raw")
-            errors += pc.unique(raw).to_pylist()  # in order of first appearance
-    error = most_informative(errors)
-    quoted = " ".join(error.split())[:ERROR_TEXT_LIMIT] if error else "none recorded"
-    by_kind = ", ".join(f"{count} {kind}" for kind, count in kinds.items() if count)
-    resumable = not (error and CONTEXT_OVERFLOW.search(error))
-    if not resumable:
-        fix = (
-            "the prompts do not fit the model's context: start a new run with a larger "
-            f"model.n_ctx (or a server with a longer context); {NO_RESUME}"
-        )
-    elif served:
-        fix = f"start the model server again, then: workbench run --resume {bundle}"
-    else:
-        fix = f"once its cause is fixed: workbench run --resume {bundle}"
-    raise RoundFailedError(
-        f"round {number}: {failed} of {n} answers failed ({by_kind}; {100 * failed / n:.3g}%), "
-        f"more than max_failed_share {limit:g} allows; first error: {quoted}; {fix}",
-        round_number=number,
-        bundle=str(bundle),
-        resumable=resumable,
-    )
+def _targets(rounds: list[dict[str, Any]]) -> list[float]:
+    """The targets of finished rounds, as the next round's context carries them."""
+    return [float("nan") if r.get("target") is None else float(r["target"]) for r in rounds]
 
 
 class RoundBar:
