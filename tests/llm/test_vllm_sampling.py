@@ -183,6 +183,8 @@ def test_in_process_vllm_draws_in_distribution_mode(vllm, make_config, tmp_path:
 
     served_model = {"kind": "openai", "base_urls": [vllm.url], "name": SERVED, "seed": "none"}
     served = Simulation(make_config(**game, model={**served_model, "sampling": "workbench"}))
+    start = time.perf_counter()
     bundle = served.run(out_dir=tmp_path / "served", progress=False)
+    print(f"through the vLLM server: {time.perf_counter() - start:.1f} s")
     answers = bundle.responses()[ANSWER].sort_values(["round", "agent_id"]).astype(str)
     assert answers.values.tolist() == one["answers"]
