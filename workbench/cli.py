@@ -304,20 +304,45 @@ def _report_failed_run(path: str, exc: WorkbenchError) -> None:
 
 @app.command("sweep")
 def sweep_command(
-    config: Annotated[Path, typer.Argument(help="base run config YAML")],
-    grid: Annotated[Path, typer.Option(help="grid YAML: grid: {key: [values]}, cells: [...]")],
+    config: Annotated[Path | None, typer.Argument(help="base run config YAML")] = None,
+    grid: Annotated[
+        Path | None, typer.Option(help="grid YAML: grid: {key: [values]}, cells: [...]")
+    ] = None,
     out: Annotated[
         Path | None, typer.Option(help="experiment folder (default: output.dir/<grid name>)")
     ] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar per cell")] = False,
+    fork: Annotated[
+        Path | None,
+        typer.Option(help="fork this bundle once per cell instead of running CONFIG"),
+    ] = None,
+    at_round: Annotated[
+        int | None, typer.Option("--at-round", help="with --fork: the first round cells play")
+    ] = None,
 ) -> None:
-    """Run every cell of GRID over CONFIG into one experiment folder, a line per cell; a rerun
-    keeps complete cells and resumes the others. Exit 1 when a cell did not complete."""
+    """Run every cell of GRID over CONFIG (or as forks of --fork BUNDLE --at-round K) into one
+    experiment folder, a line per cell; a rerun keeps complete cells and resumes the others.
+    Exit 1 when a cell did not complete."""
     from workbench.config import load_run_config
+    from workbench.errors import ConfigError
     from workbench.experiment import sweep
-    from workbench.experiment.sweep import CellResult
+    from workbench.experiment.sweep import Base, CellResult, ForkFrom
+    from workbench.results import Bundle
 
-    cfg = load_run_config(config)
+    if grid is None:
+        raise ConfigError("--grid: give the grid YAML to sweep (--grid GRID.yaml)")
+    if (config is None) == (fork is None):
+        raise ConfigError("give a base CONFIG or --fork BUNDLE --at-round K (exactly one)")
+    if (fork is None) != (at_round is None):
+        raise ConfigError("--fork and --at-round go together: --fork BUNDLE --at-round K")
+    base: Base
+    if fork is not None:
+        assert at_round is not None
+        base = ForkFrom(fork, at_round)
+        cfg = Bundle.open(fork).config
+    else:
+        assert config is not None
+        base = cfg = load_run_config(config)
     folder = out if out is not None else Path(cfg.output.dir) / grid.stem
     results: list[CellResult] = []
 
@@ -326,7 +351,7 @@ def sweep_command(
         typer.echo(result.summary())
 
     try:
-        experiment = sweep(cfg, grid, folder, progress=progress, on_cell=report)
+        experiment = sweep(base, grid, folder, progress=progress, on_cell=report)
     except KeyboardInterrupt:
         typer.echo(
             f"interrupted: the cell in flight is marked cancelled and {folder} is consistent; "

@@ -175,3 +175,37 @@ def test_an_embedded_fork_without_changes_draws_the_parents_answers(
     assert verify_bundle(fork.path).ok
     for left, right in zip(timeless(fork), timeless(parent), strict=True):
         pd.testing.assert_frame_equal(left, right)
+
+
+def test_a_sweep_forks_one_parent_many_ways(make_config, tmp_path):
+    """`sweep(ForkFrom(parent, K), grid)` and `workbench sweep --fork`: every cell shares the
+    parent's first rounds and plays the rest with its own overrides; a cell that changes what a
+    fork keeps is refused before anything runs; a rerun keeps every complete cell."""
+    from workbench.experiment import sweep
+    from workbench.experiment.sweep import ForkFrom
+
+    parent = Simulation(make_config(policy=LEVEL_K, n_agents=10, rounds=3)).run(
+        out_dir=tmp_path / "parent", progress=False
+    )
+    grid = {"grid": {"game.ratio": ["1/2", "3/4"], "game.rounds": [3, 4]}}
+    experiment = sweep(ForkFrom(parent.path, 3), grid, tmp_path / "exp")
+    index = experiment.index()
+    assert list(index["status"]) == ["complete"] * 4
+    for cell, bundle in experiment.bundles().items():
+        assert bundle.manifest["forked_from"]["run_id"] == parent.run_id, cell
+        assert shared_files(bundle, 3) == shared_files(parent, 3)
+        assert verify_bundle(bundle.path).ok
+    again = sweep(ForkFrom(parent.path, 3), grid, tmp_path / "exp")
+    assert again.index()["status"].eq("complete").all()
+
+    with pytest.raises(ConfigError, match="grid cell 2 of 2 .*seed: a fork keeps"):
+        sweep(ForkFrom(parent.path, 2), {"grid": {"seed": [7, 8]}}, tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+
+    (tmp_path / "grid.yaml").write_text("grid:\n  game.ratio: ['1/3']\n")
+    command = [sys.executable, "-m", "workbench.cli", "sweep", "--fork", str(parent.path),
+               "--at-round", "2", "--grid", str(tmp_path / "grid.yaml"),
+               "--out", str(tmp_path / "cli")]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "[1/1] complete" in done.stdout

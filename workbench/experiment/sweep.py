@@ -14,6 +14,10 @@ the index is rewritten after each one. On a rerun of the same sweep:
 
 Ctrl-C (KeyboardInterrupt or asyncio.CancelledError) marks the cell in flight cancelled,
 rewrites the index and propagates; a rerun finishes the sweep.
+
+A sweep can also fork one parent bundle many ways (`ForkFrom` in place of the config): the base
+config is the parent's, and every cell is `Simulation.fork(parent, at_round, its overrides)`,
+sharing the parent's rounds before `at_round`.
 """
 
 from __future__ import annotations
@@ -29,6 +33,22 @@ from workbench.experiment.folder import Experiment
 from workbench.experiment.grid import Cell, GridSpec, expand_grid, load_grid, stored_config
 from workbench.results import Bundle
 from workbench.runtime import Simulation
+
+
+@dataclass(frozen=True)
+class ForkFrom:
+    """Where a forking sweep starts: every cell forks `parent` at `at_round`."""
+
+    parent: Path
+    at_round: int
+
+    def start(self, cell: Cell) -> Simulation:
+        """The cell's run: a fork of the parent with the cell's overrides."""
+        return Simulation.fork(self.parent, self.at_round, cell.overrides)
+
+
+Base = RunConfig | str | Path | ForkFrom
+"""What a sweep varies: a config (object or YAML path), or a parent bundle to fork."""
 
 KEPT, RAN, RESUMED, RESTARTED = "kept", "ran", "resumed", "restarted"
 """What a sweep did with a cell: kept a complete bundle, ran it, resumed it, started it again."""
@@ -70,32 +90,40 @@ CellCallback = Callable[[CellResult], None]
 
 
 def plan(
-    config: RunConfig | str | Path, grid: GridSpec | Mapping[str, Any] | str | Path
+    config: Base, grid: GridSpec | Mapping[str, Any] | str | Path
 ) -> tuple[RunConfig, list[Cell]]:
-    """The base config and the grid's cells, every one validated and checked: ConfigError
-    naming the first bad cell and key before anything is written."""
-    base = config if isinstance(config, RunConfig) else load_run_config(config)
+    """The base config and the grid's cells, every one validated and checked (a fork's cells
+    against their parent too): ConfigError naming the first bad cell and key before anything
+    is written."""
+    if isinstance(config, ForkFrom):
+        base = Bundle.open(config.parent).config
+    else:
+        base = config if isinstance(config, RunConfig) else load_run_config(config)
     base = resolve_population(base)
     spec, grid_dir = load_grid(grid)
     cells = expand_grid(base, spec, base_dir=grid_dir)
     for number, cell in enumerate(cells, 1):
         assert cell.run_config is not None
         try:
-            Simulation(cell.run_config).check()
+            if isinstance(config, ForkFrom):
+                config.start(cell).check()
+            else:
+                Simulation(cell.run_config).check()
         except ConfigError as exc:
             raise ConfigError(f"grid cell {number} of {len(cells)} ({cell.id}): {exc}") from None
     return base, cells
 
 
 def sweep(
-    config: RunConfig | str | Path,
+    config: Base,
     grid: GridSpec | Mapping[str, Any] | str | Path,
     out_dir: str | Path,
     *,
     progress: bool = False,
     on_cell: CellCallback | None = None,
 ) -> Experiment:
-    """Run every cell of `grid` over `config` into the experiment folder `out_dir`.
+    """Run every cell of `grid` over `config` (or forks of a parent: `ForkFrom`) into the
+    experiment folder `out_dir`.
 
     `grid` is a GridSpec, its data ({"grid": {...}, "cells": [...]}) or a YAML file; rerunning
     the same sweep keeps complete cells and resumes the rest; `on_cell(result)` is called as
@@ -107,7 +135,7 @@ def sweep(
     experiment.write_index(rows)
     for number, cell in enumerate(cells, 1):
         try:
-            action, row = _run_cell(experiment, cell, progress)
+            action, row = _run_cell(experiment, cell, progress, _starter(config))
         except BaseException:  # Ctrl-C, or another process writes the bundle: index first
             rows[cell.id] = experiment.row(cell)
             experiment.write_index(rows)
@@ -119,12 +147,29 @@ def sweep(
     return experiment
 
 
-def _simulation(experiment: Experiment, cell: Cell) -> tuple[str, Simulation | None]:
+Starter = Callable[[Cell], Simulation]
+"""How a sweep starts a cell's run."""
+
+
+def _starter(config: Base) -> Starter:
+    """A fork of the parent per cell, or a run of the cell's own config."""
+    if isinstance(config, ForkFrom):
+        return config.start
+
+    def start(cell: Cell) -> Simulation:
+        assert cell.run_config is not None
+        return Simulation(cell.run_config)
+
+    return start
+
+
+def _simulation(
+    experiment: Experiment, cell: Cell, start: Starter
+) -> tuple[str, Simulation | None]:
     """What to do with a cell's folder as found: keep it, resume it, or start it (again)."""
-    assert cell.run_config is not None
     path = experiment.cell_path(cell)
     if not (path.exists() or path.is_symlink()):
-        return RAN, Simulation(cell.run_config)
+        return RAN, start(cell)
     try:
         if Bundle.open(path).is_complete:
             return KEPT, None
@@ -133,13 +178,15 @@ def _simulation(experiment: Experiment, cell: Cell) -> tuple[str, Simulation | N
         raise
     except BundleError:  # died while being created: nothing to resume from
         experiment.set_aside(cell)
-        return RESTARTED, Simulation(cell.run_config)
+        return RESTARTED, start(cell)
 
 
-def _run_cell(experiment: Experiment, cell: Cell, progress: bool) -> tuple[str, dict[str, Any]]:
+def _run_cell(
+    experiment: Experiment, cell: Cell, progress: bool, start: Starter
+) -> tuple[str, dict[str, Any]]:
     """Run (or keep, or resume) one cell; its action and index row. A failure is recorded in
     the row, not raised; BaseExceptions (Ctrl-C) and a locked bundle propagate."""
-    action, sim = _simulation(experiment, cell)
+    action, sim = _simulation(experiment, cell, start)
     if sim is None:
         return action, experiment.row(cell)
     path = experiment.cell_path(cell)
