@@ -380,8 +380,18 @@ def bundles_compare(
 
     opened = {f"b{number}": Bundle.open(path) for number, path in enumerate(bundles, 1)}
     differ = config_differences(opened)  # ConfigError for fewer than two
+    labels = {bundle.run_id: label for label, bundle in opened.items()}
     for label, bundle in opened.items():
-        typer.echo(f"{label}: {bundle.path} ({bundle.status})")
+        fork = bundle.forked_from
+        forks = (
+            ""
+            if fork is None
+            else (
+                f", a fork of {labels.get(fork.get('run_id'), fork.get('run_id'))} "
+                f"from round {fork.get('at_round')}"
+            )
+        )
+        typer.echo(f"{label}: {bundle.path} ({bundle.status}{forks})")
     typer.echo(f"config keys that differ:\n{differ.to_string()}" if len(differ) else "config: same")
     models = model_differences(opened)
     if len(models):

@@ -153,6 +153,14 @@ def test_cli_forks_with_set_and_refuses_a_lone_fork(make_config, tmp_path):
     assert f"bundle: {fork.path}" in done.stdout
     assert fork.manifest["forked_from"]["run_id"] == parent.run_id
     assert fork.config.game.ratio == 0.5 and verify_bundle(fork.path).ok
+    compare = [sys.executable, "-m", "workbench.cli", "bundles", "compare", str(parent.path),
+               str(fork.path)]  # fmt: skip
+    compared = subprocess.run(compare, capture_output=True, text=True, timeout=120, check=True)
+    assert "b2: " in compared.stdout and "a fork of b1 from round 2" in compared.stdout
+    from workbench.ui.results_data import provenance
+
+    shown = dict(provenance(fork).itertuples(index=False))
+    assert shown["forked_from.run_id"] == parent.run_id and shown["forked_from.at_round"] == "2"
 
     lone = cli("--fork", str(parent.path))
     assert lone.returncode != 0

@@ -57,6 +57,7 @@ PROVENANCE_KEYS: tuple[str, ...] = (
     "error",
     "created_at",
     "finished_at",
+    "forked_from",
     "seeds",
     "model",
     "versions",
