@@ -146,3 +146,42 @@ def test_the_old_chain_fails_the_law(
     outside, p = fit(old, expected)
     print(f"old chain: {outside} of {N} answers outside the law, p = {p:.2g}")
     assert outside > 0 and p < 1e-4, (outside, p, old)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        SamplingParams(temperature=0.7, top_p=0.95, max_tokens=4),
+        SamplingParams(temperature=1.2, top_p=0.9, top_k=6, min_p=0.02, max_tokens=4),
+        SamplingParams(temperature=1.0, top_p=1.0, top_k=0, max_tokens=4),
+    ],
+    ids=["defaults", "every-setting", "every-answer"],
+)
+def test_the_exact_answer_distribution_is_the_laws(embedded_model, params) -> None:
+    """`distribution.exact.answer_distribution` (what estimates and exact group distributions
+    read) equals the law written out with loops over the engine's own evaluation, and with
+    nothing cut off its walk scores every node `full_trie_nodes` counts."""
+    import asyncio
+
+    from workbench.llm.distribution.exact import answer_distribution, full_trie_nodes
+
+    scorer = embedded_model.node_scorer()
+    vocab = scorer._vocabulary(0, 100)
+    (prompt,) = asyncio.run(scorer.prompt_tokens([REQUEST]))
+    scored: list[int] = []
+
+    class Counting:
+        async def score(self, nodes):
+            scored.append(len(nodes))
+            return await scorer.score(nodes)
+
+    exact = asyncio.run(answer_distribution(Counting(), prompt, vocab, params))  # type: ignore[arg-type]
+    expected = expected_answers(embedded_model, REQUEST, params, canonical=True)
+    assert set(exact) == set(expected)
+    for answer, p in expected.items():
+        assert exact[answer] == pytest.approx(p, rel=1e-9, abs=1e-12), answer
+    assert sum(exact.values()) == pytest.approx(1.0)
+    nodes, depth = full_trie_nodes(vocab, params)
+    assert depth <= params.max_tokens and sum(scored) <= nodes
+    if params.top_k == 0 and params.top_p == 1.0:
+        assert sum(scored) == nodes and len(exact) == 101  # every answer 0-100 has mass
