@@ -185,6 +185,14 @@ def run_command(
             "--print-config", help="print the config with its overrides as YAML; run nothing"
         ),
     ] = False,
+    estimate: Annotated[
+        bool,
+        typer.Option(
+            "--estimate",
+            help="print what the run would cost (prompts, tokens, nodes, seconds per round, "
+            "measured on its model); run nothing",
+        ),
+    ] = False,
 ) -> None:
     """Play a game from CONFIG into a new bundle (or --resume BUNDLE, or --fork BUNDLE
     --at-round K); print the round table."""
@@ -213,6 +221,7 @@ def run_command(
             "--backend": backend,
             "--set": sets or None,
             "--print-config": print_config or None,
+            "--estimate": estimate or None,
         }
         fixed["--run-id"] = run_id
         given = [name for name, value in fixed.items() if value is not None]
@@ -243,6 +252,9 @@ def run_command(
             sim = Simulation(cfg)
         if print_config:
             typer.echo(to_yaml(cfg, as_written=True), nl=False)
+            return
+        if estimate:
+            typer.echo(sim.estimate().text())
             return
         if run_id is not None:
             check_run_id(run_id, Path(out if out is not None else cfg.output.dir), "--run-id")

@@ -121,6 +121,13 @@ class RunConfig(StrictModel):
         default_factory=BackendSpec, description="where shards of agents run: local or ray"
     )
     output: OutputSpec = Field(default_factory=OutputSpec, description="where bundles go")
+    max_estimated_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="refuse to start when the run's estimated seconds (workbench run "
+        "--estimate: round 1 counted and walked, later rounds estimated) exceed this; the "
+        "estimate costs about what round 1 costs; none: no limit",
+    )
     max_failed_share: float = Field(
         0.5,
         ge=0,

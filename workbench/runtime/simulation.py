@@ -15,10 +15,10 @@ import importlib.metadata
 import inspect
 import platform
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,7 @@ from workbench.results import Bundle, BundleWriter
 from workbench.results.fork import check_fork, copy_shared_rounds, forked_from
 from workbench.results.writer import final_status
 from workbench.runtime.backend import Backend, make_backend
+from workbench.runtime.estimate import RunEstimate, estimate_run
 from workbench.runtime.events import (
     Event,
     EventBus,
@@ -353,6 +354,15 @@ class Simulation:
             await model.check()  # an unreachable server or a wrong model name: before writing
             params = sampling_params(cfg.model)  # a prompt too long for the context, too
             model.check_fits(probe_requests(cfg, self.personas, params, note), params)
+        limit = cfg.max_estimated_seconds
+        if limit is not None and self._resume is None:
+            estimate = await estimate_run(self)
+            if estimate.seconds > limit:
+                raise ConfigError(
+                    f"max_estimated_seconds: this run is estimated at {estimate.seconds:.0f} s, "
+                    f"more than {limit:g}; raise the limit, or play fewer agents or rounds "
+                    "(workbench run CONFIG --estimate shows where the time goes)"
+                )
         targets = list(self._resume.targets) if self._resume is not None else []
         shards = await self._shards()
         group_codes = self._group_codes()  # once per run, not per round
@@ -459,12 +469,25 @@ class Simulation:
 
     def run(self, **kwargs: Any) -> Bundle:
         """Blocking `arun`; inside a running event loop (Jupyter) it runs on a helper thread."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun(**kwargs))
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, self.arun(**kwargs)).result()
+        return _blocking(self.arun(**kwargs))
+
+    def estimate(self) -> RunEstimate:
+        """What this run will cost before it runs (`runtime.estimate`): round 1's distinct
+        prompts counted and walked on the model, later rounds estimated; blocking."""
+        return _blocking(estimate_run(self))
+
+
+T = TypeVar("T")
+
+
+def _blocking(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to its end; inside a running event loop (Jupyter) on a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,11 @@ the bound on what one prompt can cost.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from workbench.llm.base import SamplingParams
 from workbench.llm.distribution.sampler import distribution
@@ -41,15 +45,34 @@ def full_trie_nodes(vocab: IntegerVocabulary, params: SamplingParams) -> tuple[i
     return nodes, deepest
 
 
-async def answer_distribution(
+@dataclass
+class ExactWalk:
+    """A whole walk of one prompt: each answer's probability, the probability of reaching each
+    node it scored, and the seconds spent scoring the root (the prompt's own evaluation) and
+    the nodes below it."""
+
+    answers: dict[str, float] = field(default_factory=dict)
+    node_mass: list[float] = field(default_factory=list)
+    root_seconds: float = 0.0
+    node_seconds: float = 0.0
+
+    def expected_nodes(self, agents: int | np.ndarray) -> np.ndarray:
+        """How many nodes `agents` agents at this prompt are expected to make a walk score: a
+        node is scored when one of them reaches it."""
+        mass = np.asarray(self.node_mass, dtype=np.float64)
+        m = np.atleast_1d(np.asarray(agents, dtype=np.float64))
+        return (1.0 - np.power.outer(1.0 - mass, m)).sum(axis=0)
+
+
+async def answer_walk(
     scorer: NodeScorer,
     prompt: Sequence[int],
     vocab: IntegerVocabulary,
     params: SamplingParams,
-) -> dict[str, float]:
-    """Every answer's probability for one prompt's tokens: each depth's nodes with mass are
-    scored together, and an answer's probability is the law's along its tokens."""
-    out: dict[str, float] = {}
+) -> ExactWalk:
+    """Walk every node the law gives mass to, depth by depth (each depth's nodes scored
+    together); an answer's probability is the law's along its tokens."""
+    out = ExactWalk()
     frontier: list[tuple[tuple[int, ...], str, float]] = [((), "", 1.0)]
     depth = 0
     while frontier:
@@ -58,17 +81,34 @@ async def answer_distribution(
             if _scored(vocab, text, depth, params):
                 todo.append((prefix, text, mass))
             else:
-                out[text] = out.get(text, 0.0) + mass
+                out.answers[text] = out.answers.get(text, 0.0) + mass
         nodes = [Node(tuple(prompt), prefix, vocab.allowed(text)) for prefix, text, _ in todo]
+        start = time.perf_counter()
         scores = await scorer.score(nodes) if nodes else []
+        seconds = time.perf_counter() - start
+        if depth == 0:
+            out.root_seconds += seconds
+        else:
+            out.node_seconds += seconds
+        out.node_mass += [mass for _, _, mass in todo]
         frontier = []
         for (prefix, text, mass), node, logits in zip(todo, nodes, scores, strict=True):
             law = distribution(logits, params)
             for choice, p in zip(law.choices.tolist(), law.probs.tolist(), strict=True):
                 token = int(node.allowed[choice])
                 if vocab.is_end(token):
-                    out[text] = out.get(text, 0.0) + mass * p
+                    out.answers[text] = out.answers.get(text, 0.0) + mass * p
                 else:
                     frontier.append((prefix + (token,), text + vocab.piece(token), mass * p))
         depth += 1
     return out
+
+
+async def answer_distribution(
+    scorer: NodeScorer,
+    prompt: Sequence[int],
+    vocab: IntegerVocabulary,
+    params: SamplingParams,
+) -> dict[str, float]:
+    """Every answer's probability for one prompt's tokens (`answer_walk`'s answers)."""
+    return (await answer_walk(scorer, prompt, vocab, params)).answers

@@ -1,0 +1,261 @@
+"""The cost of a run before it runs: `workbench run CONFIG --estimate`, `Simulation.estimate()`.
+
+Distribution mode knows round 1's distinct prompts before anything is evaluated. The estimate
+groups the agents as the run would, tokenizes each distinct prompt with the model's tokenizer
+and walks each one's whole answer trie once (`distribution.exact`), which gives every answer's
+exact probability, the chance each trie node is reached, and the model's rates measured here
+(seconds per prompt token evaluated, per node scored below a root). From those:
+
+- round 1: the distinct prompts and their tokens, counted; the nodes its agents are expected
+  to reach (an exact expectation); the seconds at the measured rates;
+- later rounds: each round-1 prompt's agents draw their histories from its round-1
+  distribution (as if they answered alike every round: real agents adapt, so this is an
+  estimate, not a bound), giving the distinct prompts, the nodes they reach, the tokens each
+  adds (its persona's text under the new question, then its last number and the answer
+  header) and the seconds; beside it the bound, no more distinct prompts than agents, nor than
+  each round-1 prompt's agents times its answers to the power of the rounds before.
+
+One generation per agent (`sampling: server`, free text) costs one request per agent and round
+(two with the extraction call always made), at the rate of two requests timed here. The walk
+costs about what round 1 costs, and its scored nodes stay in the model's memo (the same logits
+a run would compute).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from workbench.agents.distribution import prompt_groups
+from workbench.agents.policies import LLMPolicy
+from workbench.agents.shard import AgentShard, RoundContext
+from workbench.config import LLMPolicySpec
+from workbench.errors import ConfigError
+from workbench.llm.distribution.exact import ExactWalk, answer_walk
+from workbench.population import population_note
+
+if TYPE_CHECKING:
+    from workbench.runtime.simulation import Simulation
+
+HISTORY_SEED = 0x357
+"""Salt of the estimate's own random stream (histories drawn from round-1 distributions)."""
+
+
+@dataclass(frozen=True)
+class RoundEstimate:
+    """One round's expected cost: distinct prompts (requests, one generation per agent), their
+    bound, prompt tokens evaluated, trie nodes scored, seconds."""
+
+    round: int
+    prompts: int
+    prompts_bound: int
+    tokens: int
+    nodes: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    """A run's estimated cost, round by round, with the rates it was computed from."""
+
+    mode: str
+    n_agents: int
+    rates: dict[str, float]
+    rounds: tuple[RoundEstimate, ...]
+
+    @property
+    def seconds(self) -> float:
+        """The estimated seconds of every round together."""
+        return float(sum(r.seconds for r in self.rounds))
+
+    def table(self) -> pd.DataFrame:
+        """One row per round."""
+        return pd.DataFrame([asdict(r) for r in self.rounds])
+
+    def to_dict(self) -> dict[str, Any]:
+        """As plain data (what `--estimate --json` prints)."""
+        data = asdict(self)
+        data["seconds"] = self.seconds
+        return data
+
+    def text(self) -> str:
+        """A few lines for a terminal: the mode and rates, the round table, the total."""
+        rates = ", ".join(f"{k} {v:.4g}" for k, v in self.rates.items()) or "none"
+        table = self.table().to_string(index=False, float_format=lambda x: f"{x:.1f}")
+        return (
+            f"estimate: {self.n_agents:,} agents, {self.mode}; rates measured here: {rates}\n"
+            f"{table}\n"
+            f"about {self.seconds:.0f} s in all (later rounds assume agents answer as in round "
+            "1; prompts_bound is the most distinct prompts a round can have)"
+        )
+
+
+def distinct_prefix_tokens(prompts: Sequence[Sequence[int]]) -> int:
+    """Tokens an engine evaluates for these prompts when prompts share their common prefixes
+    (each distinct prefix once)."""
+    ordered = sorted(tuple(p) for p in prompts)
+    total, before = 0, ()
+    for prompt in ordered:
+        total += len(prompt) - _common(before, prompt)
+        before = prompt
+    return total
+
+
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens two prompts share."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+async def estimate_run(sim: Simulation) -> RunEstimate:
+    """The run's estimated cost (see the module); ConfigError for a mixed population."""
+    cfg = sim.config
+    n, rounds = cfg.n_agents, cfg.game.rounds
+    if not isinstance(cfg.policy, LLMPolicySpec):
+        zero = tuple(RoundEstimate(r, 0, 0, 0, 0, 0.0) for r in range(1, rounds + 1))
+        return RunEstimate("no model (a baseline policy)", n, {}, zero)
+    if cfg.models:
+        raise ConfigError(
+            "models: --estimate covers one model; estimate each model's share as its own "
+            "config (model: that model, n_agents: its share)"
+        )
+    model = sim.model
+    assert model is not None
+    await model.check()
+    model.load()  # loading is not part of any rate
+    policy = sim.make_policy()
+    assert isinstance(policy, LLMPolicy)
+    note = population_note(sim.population) if cfg.game.prompt.population_note else None
+    shard = AgentShard(0, sim.personas, rounds)
+    first = RoundContext(1, cfg.seed, cfg.game, n, (), note)
+    if not policy.distribution:
+        return await _per_agent(policy, shard, first)
+    return await _distribution(policy, shard, first)
+
+
+async def _per_agent(policy: LLMPolicy, shard: AgentShard, first: RoundContext) -> RunEstimate:
+    """One request per agent and round, at the rate of two requests timed here."""
+    n, rounds = first.n_players, shard.rounds
+    sample = policy.requests(shard, first, rows=np.arange(min(2, len(shard.agent_ids))))
+    start = time.perf_counter()
+    await policy.model.generate(sample, policy.params)
+    per_request = (time.perf_counter() - start) / len(sample)
+    calls = 2 if policy.extract_number == "always" else 1
+    rows = tuple(
+        RoundEstimate(r, n * calls, n * calls, 0, 0, n * calls * per_request)
+        for r in range(1, rounds + 1)
+    )
+    return RunEstimate("one generation per agent", n, {"s_per_request": per_request}, rows)
+
+
+async def _distribution(policy: LLMPolicy, shard: AgentShard, first: RoundContext) -> RunEstimate:
+    """Round 1 counted and walked exactly; later rounds from histories drawn as in round 1."""
+    n, rounds = first.n_players, shard.rounds
+    scorer = policy.model.node_scorer()
+    assert scorer is not None
+    codes, firsts = prompt_groups(shard, first)
+    sizes = np.bincount(codes, minlength=len(firsts))
+    requests = policy.requests(shard, first, rows=firsts)
+    tokens = await scorer.prompt_tokens(requests)
+    constraint = requests[0].constraint
+    assert constraint is not None and constraint.integer_range is not None
+    vocab = await scorer.vocabulary(*constraint.integer_range)
+    order = sorted(range(len(tokens)), key=tokens.__getitem__)  # as the driver walks them
+    walks: list[ExactWalk] = [ExactWalk()] * len(tokens)
+    for index in order:
+        walks[index] = await answer_walk(scorer, tokens[index], vocab, policy.params)
+    evaluated = distinct_prefix_tokens(tokens)
+    below = sum(len(w.node_mass) - 1 for w in walks)
+    rates = {
+        "s_per_token": _token_rate(tokens, walks, order),
+        "s_per_node": sum(w.node_seconds for w in walks) / max(1, below),
+    }
+
+    def seconds(tokens_: int, nodes: float, prompts: int) -> float:
+        return tokens_ * rates["s_per_token"] + max(0.0, nodes - prompts) * rates["s_per_node"]
+
+    nodes1 = float(sum(w.expected_nodes(m)[0] for w, m in zip(walks, sizes, strict=True)))
+    out = [RoundEstimate(1, len(firsts), len(firsts), evaluated, round(nodes1), 0.0)]
+    out[0] = _with_seconds(out[0], seconds(evaluated, nodes1, len(firsts)))
+    if rounds > 1:
+        persona, tail = await _later_tokens(policy, shard, first, firsts)
+        drawn = _histories(walks, sizes, rounds - 1, first.seed)
+        for number in range(2, rounds + 1):
+            prompts, nodes = 0, 0.0
+            bound = 0
+            for walk, history, m in zip(walks, drawn, sizes, strict=True):
+                _, counts = np.unique(history[:, : number - 1], axis=0, return_counts=True)
+                prompts += len(counts)
+                nodes += float(walk.expected_nodes(counts).sum())
+                bound += int(min(m, len(walk.answers) ** (number - 1)))
+            cost = len(firsts) * persona[number] + prompts * tail[number]
+            row = RoundEstimate(number, prompts, min(n, bound), cost, round(nodes), 0.0)
+            out.append(_with_seconds(row, seconds(cost, nodes, prompts)))
+    return RunEstimate("distribution mode", n, rates, tuple(out))
+
+
+def _token_rate(
+    tokens: Sequence[Sequence[int]], walks: Sequence[ExactWalk], order: list[int]
+) -> float:
+    """Seconds per prompt token evaluated: the roots after the first (whose time holds the
+    shared prefix's first evaluation) over the tokens each adds to the one walked before."""
+    if len(order) == 1:
+        return walks[order[0]].root_seconds / max(1, len(tokens[order[0]]))
+    seconds, added = 0.0, 0
+    for before, index in zip(order, order[1:], strict=False):
+        seconds += walks[index].root_seconds
+        added += len(tokens[index]) - _common(tokens[before], tokens[index])
+    return seconds / max(1, added)
+
+
+def _with_seconds(row: RoundEstimate, seconds: float) -> RoundEstimate:
+    return RoundEstimate(row.round, row.prompts, row.prompts_bound, row.tokens, row.nodes, seconds)
+
+
+def _histories(
+    walks: Sequence[ExactWalk], sizes: np.ndarray, length: int, seed: int
+) -> list[np.ndarray]:
+    """Each round-1 prompt's agents' histories (answer indices), drawn from its distribution."""
+    rng = np.random.default_rng([seed, HISTORY_SEED])
+    drawn = []
+    for walk, m in zip(walks, sizes, strict=True):
+        probs = np.array(list(walk.answers.values()), dtype=np.float64)
+        drawn.append(rng.choice(len(probs), size=(int(m), length), p=probs / probs.sum()))
+    return drawn
+
+
+async def _later_tokens(
+    policy: LLMPolicy, shard: AgentShard, first: RoundContext, firsts: np.ndarray
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Per later round: the tokens a persona's text costs under the round's new question, and
+    the tokens a distinct history adds (its last number and the answer header), measured on
+    prompts built as the run builds them."""
+    scorer = policy.model.node_scorer()
+    assert scorer is not None
+    picked = shard.personas.iloc[firsts[:2]] if len(firsts) > 1 else shard.personas.iloc[[0, 0]]
+    persona: dict[int, int] = {}
+    tail: dict[int, int] = {}
+    game = first.game
+    for number in range(2, shard.rounds + 1):
+        pair = AgentShard(0, picked.reset_index(drop=True), shard.rounds)
+        pair.guesses[:, :] = 33.0
+        other = AgentShard(0, picked.reset_index(drop=True), shard.rounds)
+        other.guesses[:, :] = 33.0
+        other.guesses[:, number - 2] = 41.0  # the last number differs
+        targets = (22.0,) * (number - 1)
+        ctx = RoundContext(
+            number, first.seed, game, first.n_players, targets, first.population_note
+        )
+        a, b = await scorer.prompt_tokens(policy.requests(pair, ctx))
+        (c, _) = await scorer.prompt_tokens(policy.requests(other, ctx))
+        tail[number] = len(c) - _common(a, c)
+        persona[number] = len(a) - _common(a, b) if len(firsts) > 1 else tail[number]
+    return persona, tail
