@@ -162,6 +162,9 @@ def test_cli_forks_with_set_and_refuses_a_lone_fork(make_config, tmp_path):
     shown = dict(provenance(fork).itertuples(index=False))
     assert shown["forked_from.run_id"] == parent.run_id and shown["forked_from.at_round"] == "2"
 
+    estimated = cli("--fork", str(parent.path), "--at-round", "2", "--estimate")
+    assert estimated.returncode != 0 and "--estimate: a resumed or forked run" in estimated.stderr
+
     lone = cli("--fork", str(parent.path))
     assert lone.returncode != 0
     assert "--fork and --at-round go together" in lone.stderr

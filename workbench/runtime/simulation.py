@@ -473,7 +473,13 @@ class Simulation:
 
     def estimate(self) -> RunEstimate:
         """What this run will cost before it runs (`runtime.estimate`): round 1's distinct
-        prompts counted and walked on the model, later rounds estimated; blocking."""
+        prompts counted and walked on the model, later rounds estimated; blocking. A resume
+        or a fork continues a bundle: ConfigError (estimate its config as a new run)."""
+        if self._resume is not None:
+            raise ConfigError(
+                "--estimate: a resumed or forked run continues from a bundle's rounds; "
+                "estimate its config as a new run (workbench run CONFIG --estimate)"
+            )
         return _blocking(estimate_run(self))
 
 
