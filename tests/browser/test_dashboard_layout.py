@@ -122,6 +122,17 @@ def test_run_and_its_progress_are_above_the_fold_at_1400x900(
     histogram = result.locator(".bk-Canvas, canvas").first.bounding_box()
     assert histogram is not None and histogram["y"] + histogram["height"] <= LAPTOP["height"]
     viewport_shot(watched, "run-tab-complete")
+    # the recent launches read the header's status, and use the page's width
+    recent = launcher.locator(".wb-launcher-launches")
+    first_row = recent.locator(".tabulator-row").first
+    watched.until(lambda: "complete" in deep_text(first_row), "the launch row to say complete",
+                  RUN_TIMEOUT_MS)  # fmt: skip
+    assert "6/6" in deep_text(first_row)
+    page_box, table_box = launcher.bounding_box(), recent.bounding_box()
+    assert page_box is not None and table_box is not None
+    assert table_box["width"] >= 0.9 * page_box["width"], (table_box, page_box)
+    recent.scroll_into_view_if_needed()
+    viewport_shot(watched, "run-tab-launches")
 
     launcher.locator(".wb-launcher-settings .card-header").first.click()  # unfold them again
     launcher.get_by_label("Rounds", exact=True).wait_for()

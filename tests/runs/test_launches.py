@@ -10,6 +10,7 @@ wait is bounded.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -132,6 +133,12 @@ def test_a_launch_writes_the_bundle_the_cli_writes(
     assert list(shards["answered"]) == [10, 10, 10] and set(shards["round"]) == {2}
     table = launches_table(launches(launch_results_dir))
     assert table.loc[0, "status"] == "complete" and table.loc[0, "rounds"] == "2/2"
+    # the followed launch's row is the page's own state, whatever the disk said a moment ago
+    (listed,) = launches(launch_results_dir)
+    stale = dataclasses.replace(listed, status="running", rounds_done=0)
+    table = launches_table([stale], current=listed)
+    assert table.loc[0, "status"] == "complete" and table.loc[0, "rounds"] == "2/2"
+    assert launches_table([stale], current=None).loc[0, "status"] == "running"
 
 
 def test_an_invalid_config_raises_and_starts_nothing(

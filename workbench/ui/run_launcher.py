@@ -84,6 +84,8 @@ PROGRESS_WIDTH = 620
 """Pixels of the progress column (round and shard tables); the result's plots sit beside it,
 so a 1400-pixel window shows the run's progress and its result without scrolling."""
 RESULT_SIZE = {"width": 680, "height": 300}
+LAUNCH_WIDTHS = {"launch_id": 240, "started_at": 260, "status": 110, "rounds": 90, "bundle": 240}
+"""Pixels of the recent-launches columns; the error takes the rest of the page's width."""
 """The result's plots beside the progress column (the Results tab draws them full size)."""
 RECENT_EVERY_S = 5.0
 """How often the periodic refresh reads the recent launches (progress is read every tick)."""
@@ -158,6 +160,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         super().__init__(**params)
         self._launch: Launch | None = None
         self._follower: RunFollower | None = None
+        self._state: LaunchState | None = None  # what the header shows (one status for all)
         self._listed_at = -math.inf
         self._callbacks: set[int] = set()
         self._reattach()
@@ -308,9 +311,9 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
     def refresh(self, *, recent: bool = True) -> None:
         """Read the followed run's progress (its new events only) and, with `recent`, the
         recent launches from disk."""
-        was = self.status
+        was = (self.status, self.rounds_done)
         self._show(self._current())
-        if recent or self.status != was:
+        if recent or (self.status, self.rounds_done) != was:
             self._list_recent()
 
     def _tick(self) -> None:
@@ -318,10 +321,12 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         self.refresh(recent=time.monotonic() - self._listed_at > RECENT_EVERY_S)
 
     def _list_recent(self) -> None:
-        self._set_frame("recent", launches_table(launches(self.results_dir, self.recent_limit)))
+        found = launches(self.results_dir, self.recent_limit)
+        self._set_frame("recent", launches_table(found, self._state))
         self._listed_at = time.monotonic()
 
     def _show(self, state: LaunchState | None) -> None:
+        self._state = state
         was = self.status
         run = state.run if state is not None else None
         with param.parameterized.batch_call_watchers(self):
@@ -434,7 +439,13 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
                 sizing_mode="stretch_width",
             ),
             pn.pane.Markdown("### Recent launches"),
-            TextTable.from_param(self.param.recent, css_classes=[CSS["launches"]], **table),
+            TextTable.from_param(  # the page's whole width: its errors are long lines
+                self.param.recent,
+                css_classes=[CSS["launches"]],
+                **{**table, "max_width": None, "layout": "fit_data_stretch"},
+                widths=LAUNCH_WIDTHS,  # set, not fitted: a row's bundle arrives after its start
+                sizing_mode="stretch_width",
+            ),
             css_classes=[CSS["launcher"]],
             sizing_mode="stretch_width",
         )

@@ -91,8 +91,15 @@ def round_table(state: RunState | None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*ROUND_COLUMNS, "note"])
 
 
-def launches_table(states: Iterable[LaunchState]) -> pd.DataFrame:
-    """Launches as rows: id, start, status, rounds done / rounds, bundle folder name, error."""
+def launches_table(
+    states: Iterable[LaunchState], current: LaunchState | None = None
+) -> pd.DataFrame:
+    """Launches as rows: id, start, status, rounds done / rounds, bundle folder name, error.
+    The launch the page follows is shown as `current`, the state its header shows, so the
+    table never says "running" beside a header that says "complete"."""
+    mine = current.launch_id if current is not None else None
+    if mine is not None:
+        states = [current if s.launch_id == mine else s for s in states]  # type: ignore[misc]
     rows = [
         {
             "launch_id": s.launch_id or "",
