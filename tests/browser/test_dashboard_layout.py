@@ -100,7 +100,7 @@ def test_run_and_its_progress_are_above_the_fold_at_1400x900(
     viewport_shot(watched, "run-tab-before")
 
     choose(launcher, "Policy", "random")
-    fill(launcher, "Latency (s)", 0.5)
+    fill(launcher, "Latency (s)", 1)
     fill(launcher, "Rounds", 6)
     run.get_by_role("button").click()
     watched.until(lambda: "running" in status_text(launcher), "the run to start",
@@ -112,6 +112,12 @@ def test_run_and_its_progress_are_above_the_fold_at_1400x900(
                  launcher.locator(".wb-launcher-shards")):  # fmt: skip
         assert in_view(part), deep_text(part)[:80]
     viewport_shot(watched, "run-tab-during")
+    # the game as it unfolds: the last finished round's histogram and the means so far
+    live = launcher.locator(".wb-launcher-live")
+    live.get_by_text("as it was played").wait_for(timeout=RUN_TIMEOUT_MS)
+    live.locator("canvas").first.wait_for()
+    assert "Round means so far: " in deep_text(live) and in_view(live.locator("canvas").first)
+    viewport_shot(watched, "run-tab-live")
 
     watched.until(lambda: "complete" in status_text(launcher), "the run to complete",
                   RUN_TIMEOUT_MS)  # fmt: skip
@@ -136,5 +142,5 @@ def test_run_and_its_progress_are_above_the_fold_at_1400x900(
 
     launcher.locator(".wb-launcher-settings .card-header").first.click()  # unfold them again
     launcher.get_by_label("Rounds", exact=True).wait_for()
-    assert launcher.get_by_label("Latency (s)", exact=True).input_value() == "0.5"
+    assert launcher.get_by_label("Latency (s)", exact=True).input_value() == "1"
     watched.assert_no_errors()

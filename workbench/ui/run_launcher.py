@@ -69,6 +69,7 @@ CSS = {
     "rounds": "wb-launcher-rounds",
     "launches": "wb-launcher-launches",
     "result": "wb-launcher-result",
+    "live": "wb-launcher-live",
     "launcher": "wb-launcher",
     "settings": "wb-launcher-settings",
     "problem": "wb-launcher-problem",
@@ -435,7 +436,14 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
                     TextTable.from_param(self.param.shards, css_classes=[CSS["shards"]], **table),
                     width=PROGRESS_WIDTH,
                 ),
-                pn.bind(self._result_view, self.param.finished_bundle, self.param.plot_by),
+                pn.bind(
+                    self._result_view,
+                    self.param.finished_bundle,
+                    self.param.plot_by,
+                    self.param.bundle,
+                    self.param.rounds_done,
+                    self.param.status,
+                ),
                 sizing_mode="stretch_width",
             ),
             pn.pane.Markdown("### Recent launches"),
@@ -463,10 +471,19 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         where = f" · bundle {md(bundle)}" if bundle else ""
         return f"**{md(status)}** · rounds {done} / {total}{where}"
 
-    def _result_view(self, bundle: str | None, by: str) -> pn.viewable.Viewable:
+    def _result_view(
+        self,
+        bundle: str | None,
+        by: str,
+        live: str | None = None,
+        done: int = 0,
+        status: str = "",
+    ) -> pn.viewable.Viewable:
         """The completed run's histogram and its guesses by `by` (or, when its population
-        has no such dimension, by its first)."""
+        has no such dimension, by its first); while a run plays, its last finished round."""
         if not bundle:
+            if live and done >= 1 and status in LIVE:
+                return self._live_view(live, done)
             return pn.Column(visible=False)
         try:
             parts: list[Any] = [pn.pane.HoloViews(plots.histogram(bundle).opts(**RESULT_SIZE))]
@@ -480,6 +497,23 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         except WorkbenchError as exc:
             return _alert(_error_text(exc), True, CSS["result"])
         return pn.Column(pn.pane.Markdown("### Result"), *parts, css_classes=[CSS["result"]])
+
+
+    def _live_view(self, bundle: str, number: int) -> pn.viewable.Viewable:
+        """The game as it unfolds: the last finished round's guesses, with its target and the
+        equilibrium, and every round's mean so far (read once per round, from the round's
+        own files and the run's events)."""
+        try:
+            plot = plots.histogram(Bundle.open(bundle), number).opts(**RESULT_SIZE)
+        except WorkbenchError as exc:
+            return _alert(_error_text(exc), True, CSS["live"])
+        means = [f"{m:.2f}" for m in self.round_stats["mean"].dropna()]
+        return pn.Column(
+            pn.pane.Markdown(f"### Round {number} of {self.rounds_total}, as it was played"),
+            pn.pane.HoloViews(plot),
+            pn.pane.Markdown(f"Round means so far: {md(', '.join(means))}"),
+            css_classes=[CSS["live"]],
+        )
 
 
 def _settings_title(open_: bool) -> str:
