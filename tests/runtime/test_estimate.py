@@ -17,7 +17,7 @@ import pytest
 from workbench.agents.policies import LLMPolicy
 from workbench.errors import ConfigError
 from workbench.runtime import Simulation
-from workbench.runtime.estimate import distinct_prefix_tokens
+from workbench.runtime.prompt_walks import distinct_prefix_tokens
 
 FACTOR = 2.0
 """How far a later round's estimated prompts and nodes may be from the run's (either way)."""

@@ -15,8 +15,6 @@ Limits: at most `max_live` launches running at once in one results folder and at
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
 import json
 import os
@@ -25,10 +23,8 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
 
 from workbench._files import atomic_write_text
 from workbench.config import LLMPolicySpec, RunConfig, save_yaml, validate
@@ -37,6 +33,7 @@ from workbench.llm import model_for
 from workbench.results import new_run_id
 from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
 from workbench.runs.records import CONFIG_FILE, EXIT_FILE, LAUNCHES_DIR, LOG_FILE, Launch
+from workbench.runtime.blocking import run_blocking
 from workbench.runtime.simulation import Simulation
 
 __all__ = [
@@ -50,17 +47,8 @@ __all__ = [
 ]
 
 
-T = TypeVar("T")
-
-
-def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to its end from sync code, on a helper thread inside a running loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
+run_coroutine = run_blocking
+"""Run a coroutine to its end from sync code (`runtime.blocking.run_blocking`)."""
 
 
 def check_model(config: RunConfig) -> str:

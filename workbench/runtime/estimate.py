@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from workbench.agents.distribution import prompt_groups
 from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import LLMPolicySpec
 from workbench.errors import ConfigError
-from workbench.llm.distribution.exact import ExactWalk, answer_walk
+from workbench.llm.distribution.exact import ExactWalk
 from workbench.population import population_note
+from workbench.runtime.prompt_walks import common_prefix, distinct_prefix_tokens, walk_prompts
 
 if TYPE_CHECKING:
     from workbench.runtime.simulation import Simulation
@@ -95,26 +95,6 @@ class RunEstimate:
         )
 
 
-def distinct_prefix_tokens(prompts: Sequence[Sequence[int]]) -> int:
-    """Tokens an engine evaluates for these prompts when prompts share their common prefixes
-    (each distinct prefix once)."""
-    ordered = sorted(tuple(p) for p in prompts)
-    total, before = 0, ()
-    for prompt in ordered:
-        total += len(prompt) - _common(before, prompt)
-        before = prompt
-    return total
-
-
-def _common(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading tokens two prompts share."""
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
-
-
 async def estimate_run(sim: Simulation) -> RunEstimate:
     """The run's estimated cost (see the module); ConfigError for a mixed population."""
     cfg = sim.config
@@ -159,19 +139,9 @@ async def _per_agent(policy: LLMPolicy, shard: AgentShard, first: RoundContext) 
 async def _distribution(policy: LLMPolicy, shard: AgentShard, first: RoundContext) -> RunEstimate:
     """Round 1 counted and walked exactly; later rounds from histories drawn as in round 1."""
     n, rounds = first.n_players, shard.rounds
-    scorer = policy.model.node_scorer()
-    assert scorer is not None
-    codes, firsts = prompt_groups(shard, first)
-    sizes = np.bincount(codes, minlength=len(firsts))
-    requests = policy.requests(shard, first, rows=firsts)
-    tokens = await scorer.prompt_tokens(requests)
-    constraint = requests[0].constraint
-    assert constraint is not None and constraint.integer_range is not None
-    vocab = await scorer.vocabulary(*constraint.integer_range)
-    order = sorted(range(len(tokens)), key=tokens.__getitem__)  # as the driver walks them
-    walks: list[ExactWalk] = [ExactWalk()] * len(tokens)
-    for index in order:
-        walks[index] = await answer_walk(scorer, tokens[index], vocab, policy.params)
+    found = await walk_prompts(policy, shard, first)
+    firsts, sizes, tokens, walks = found.firsts, found.sizes, found.tokens, found.walks
+    order = found.order
     evaluated = distinct_prefix_tokens(tokens)
     below = sum(len(w.node_mass) - 1 for w in walks)
     rates = {
@@ -212,7 +182,7 @@ def _token_rate(
     seconds, added = 0.0, 0
     for before, index in zip(order, order[1:], strict=False):
         seconds += walks[index].root_seconds
-        added += len(tokens[index]) - _common(tokens[before], tokens[index])
+        added += len(tokens[index]) - common_prefix(tokens[before], tokens[index])
     return seconds / max(1, added)
 
 
@@ -256,6 +226,6 @@ async def _later_tokens(
         )
         a, b = await scorer.prompt_tokens(policy.requests(pair, ctx))
         (c, _) = await scorer.prompt_tokens(policy.requests(other, ctx))
-        tail[number] = len(c) - _common(a, c)
-        persona[number] = len(a) - _common(a, b) if len(firsts) > 1 else tail[number]
+        tail[number] = len(c) - common_prefix(a, c)
+        persona[number] = len(a) - common_prefix(a, b) if len(firsts) > 1 else tail[number]
     return persona, tail

@@ -8,17 +8,16 @@ round's statistics (mean, target, winners), whose target the next round's contex
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import dataclasses
 import importlib.metadata
 import inspect
 import platform
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,6 +46,7 @@ from workbench.results import Bundle, BundleWriter
 from workbench.results.fork import check_fork, copy_shared_rounds, forked_from
 from workbench.results.writer import final_status
 from workbench.runtime.backend import Backend, make_backend
+from workbench.runtime.blocking import run_blocking
 from workbench.runtime.estimate import RunEstimate, estimate_run
 from workbench.runtime.events import (
     Event,
@@ -469,7 +469,7 @@ class Simulation:
 
     def run(self, **kwargs: Any) -> Bundle:
         """Blocking `arun`; inside a running event loop (Jupyter) it runs on a helper thread."""
-        return _blocking(self.arun(**kwargs))
+        return run_blocking(self.arun(**kwargs))
 
     def estimate(self) -> RunEstimate:
         """What this run will cost before it runs (`runtime.estimate`): round 1's distinct
@@ -480,20 +480,7 @@ class Simulation:
                 "--estimate: a resumed or forked run continues from a bundle's rounds; "
                 "estimate its config as a new run (workbench run CONFIG --estimate)"
             )
-        return _blocking(estimate_run(self))
-
-
-T = TypeVar("T")
-
-
-def _blocking(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to its end; inside a running event loop (Jupyter) on a helper thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
+        return run_blocking(estimate_run(self))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,77 @@
+"""A round's distinct prompts, each walked whole: what the estimate and exact group
+distributions read.
+
+Agents are grouped as distribution mode groups them (`agents.distribution.prompt_groups`), one
+prompt is built per group with the policy's own requests, tokenized by the model, and each
+prompt's whole answer trie is walked once (`distribution.exact.answer_walk`), in the order the
+driver walks prompts (sorted, so each shares the most with the one before).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from workbench.agents.distribution import prompt_groups
+from workbench.agents.policies import LLMPolicy
+from workbench.agents.shard import AgentShard, RoundContext
+from workbench.errors import ConfigError
+from workbench.llm.distribution.exact import ExactWalk, answer_walk
+
+
+@dataclass(frozen=True)
+class PromptWalks:
+    """One round's prompts: each agent's prompt (`codes`), each prompt's first agent (a
+    position into the shard) and agents (`sizes`), tokens and whole walk, and the order they
+    were walked in."""
+
+    codes: np.ndarray
+    firsts: np.ndarray
+    sizes: np.ndarray
+    tokens: list[tuple[int, ...]]
+    walks: list[ExactWalk]
+    order: list[int]
+
+
+async def walk_prompts(policy: LLMPolicy, shard: AgentShard, ctx: RoundContext) -> PromptWalks:
+    """Group the shard's agents by prompt and walk each distinct prompt's whole trie."""
+    scorer = policy.model.node_scorer()
+    if scorer is None or not policy.constrained:
+        raise ConfigError(
+            "model.sampling: whole answer distributions need distribution mode (sampling auto "
+            "or workbench on a model that supports it, constrained answers)"
+        )
+    codes, firsts = prompt_groups(shard, ctx)
+    sizes = np.bincount(codes, minlength=len(firsts))
+    requests = policy.requests(shard, ctx, rows=firsts)
+    tokens = await scorer.prompt_tokens(requests)
+    constraint = requests[0].constraint
+    assert constraint is not None and constraint.integer_range is not None
+    vocab = await scorer.vocabulary(*constraint.integer_range)
+    order = sorted(range(len(tokens)), key=tokens.__getitem__)
+    walks: list[ExactWalk] = [ExactWalk()] * len(tokens)
+    for index in order:
+        walks[index] = await answer_walk(scorer, tokens[index], vocab, policy.params)
+    return PromptWalks(codes, firsts, sizes, list(tokens), walks, order)
+
+
+def distinct_prefix_tokens(prompts: Sequence[Sequence[int]]) -> int:
+    """Tokens an engine evaluates for these prompts when prompts share their common prefixes
+    (each distinct prefix once)."""
+    ordered = sorted(tuple(p) for p in prompts)
+    total, before = 0, ()
+    for prompt in ordered:
+        total += len(prompt) - common_prefix(before, prompt)
+        before = prompt
+    return total
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens two prompts share."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
