@@ -209,7 +209,8 @@ def test_a_run_fills_in_its_tables_and_shows_its_result(launch_results_dir: Path
     view = launcher.__panel__()
     view.get_root()
     classes = {c for obj in view.select(pn.viewable.Viewable) for c in obj.css_classes or []}
-    assert set(CSS.values()) - {"wb-launcher-error"} <= classes
+    # the error shows only for a failed run, the live round only while a run plays
+    assert set(CSS.values()) - {"wb-launcher-error", "wb-launcher-live"} <= classes
     tables = {t.css_classes[0]: t for t in view.select(pn.widgets.Tabulator)}
     assert len(tables[CSS["rounds"]].value) == 3 and tables[CSS["rounds"]].pagination == "remote"
     shown = {name: f.format for name, f in tables[CSS["rounds"]].formatters.items()}
