@@ -5,7 +5,12 @@ Pure logic over `workbench.config`. Writing personas with a language model is on
 """
 
 from workbench.population.persona_sets import load_persona_set, save_persona_set
-from workbench.population.personas import generic_persona, persona_texts, population_note
+from workbench.population.personas import (
+    generic_persona,
+    persona_texts,
+    population_note,
+    prompt_note,
+)
 from workbench.population.sample import counts_table, quota_assignment, sample_population
 from workbench.population.shares import dimension_share_matrix, marginal_shares, quota_counts
 
@@ -17,6 +22,7 @@ __all__ = [
     "marginal_shares",
     "persona_texts",
     "population_note",
+    "prompt_note",
     "quota_assignment",
     "quota_counts",
     "sample_population",

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from workbench.config import PopulationSpec, template_fields
+from workbench.config import PopulationSpec, RunConfig, template_fields
 from workbench.errors import ConfigError
 from workbench.population.shares import marginal_shares
 
@@ -67,6 +67,15 @@ def population_note(spec: PopulationSpec) -> str:
         listed = items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
         pieces.append(f"by {name.replace('_', ' ')}, {listed}")
     return "The players are a mix: " + "; ".join(pieces) + "."
+
+
+def prompt_note(config: RunConfig) -> str | None:
+    """The population note a run's prompts carry: `population_note` when the config's prompt
+    asks for it (`game.prompt.population_note`) and its population is resolved, else None."""
+    population = config.population
+    if config.game.prompt.population_note and isinstance(population, PopulationSpec):
+        return population_note(population)
+    return None
 
 
 def _render(template: str | None, values: dict[str, str]) -> str:

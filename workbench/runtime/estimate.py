@@ -26,21 +26,20 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from workbench.agents.factory import make_policy
 from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import AgentShard, RoundContext
-from workbench.config import LLMPolicySpec
+from workbench.config import LLMPolicySpec, RunConfig
 from workbench.errors import ConfigError
+from workbench.llm.chat_model import ChatModel
 from workbench.llm.distribution.exact import ExactWalk
-from workbench.population import population_note
+from workbench.population import prompt_note
 from workbench.runtime.prompt_walks import common_prefix, distinct_prefix_tokens, walk_prompts
-
-if TYPE_CHECKING:
-    from workbench.runtime.simulation import Simulation
 
 HISTORY_SEED = 0x357
 """Salt of the estimate's own random stream (histories drawn from round-1 distributions)."""
@@ -95,9 +94,12 @@ class RunEstimate:
         )
 
 
-async def estimate_run(sim: Simulation) -> RunEstimate:
-    """The run's estimated cost (see the module); ConfigError for a mixed population."""
-    cfg = sim.config
+async def estimate_run(
+    config: RunConfig, model: ChatModel | None, personas: pd.DataFrame
+) -> RunEstimate:
+    """The run's estimated cost (see the module): `config` resolved and checked, `model` the
+    one its LLM agents use, `personas` its agents; ConfigError for a mixed population."""
+    cfg = config
     n, rounds = cfg.n_agents, cfg.game.rounds
     if not isinstance(cfg.policy, LLMPolicySpec):
         zero = tuple(RoundEstimate(r, 0, 0, 0, 0, 0.0) for r in range(1, rounds + 1))
@@ -107,14 +109,13 @@ async def estimate_run(sim: Simulation) -> RunEstimate:
             "models: --estimate covers one model; estimate each model's share as its own "
             "config (model: that model, n_agents: its share)"
         )
-    model = sim.model
     assert model is not None
     await model.check()
     model.load()  # loading is not part of any rate
-    policy = sim.make_policy()
+    policy = make_policy(cfg, model)
     assert isinstance(policy, LLMPolicy)
-    note = population_note(sim.population) if cfg.game.prompt.population_note else None
-    shard = AgentShard(0, sim.personas, rounds)
+    note = prompt_note(cfg)
+    shard = AgentShard(0, personas, rounds)
     first = RoundContext(1, cfg.seed, cfg.game, n, (), note)
     if not policy.distribution:
         return await _per_agent(policy, shard, first)

@@ -23,10 +23,10 @@ import pandas as pd
 from workbench.agents.factory import make_policy
 from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import AgentShard, RoundContext
-from workbench.config import LLMPolicySpec, PopulationSpec
+from workbench.config import LLMPolicySpec
 from workbench.errors import ConfigError
 from workbench.llm.chat_model import ChatModel
-from workbench.population import population_note
+from workbench.population import prompt_note
 from workbench.results import Bundle
 from workbench.runtime.blocking import run_blocking
 from workbench.runtime.prompt_walks import PromptWalks, walk_prompts
@@ -50,21 +50,24 @@ class ExactRound:
         square = np.array([(a * a) @ p for a, p in zip(self.answers, self.probs, strict=True)])
         return mean[self.prompt_of], square[self.prompt_of]
 
+    def _categories(self, by: str) -> np.ndarray:
+        """Each agent's category of persona column `by`, as text."""
+        if by not in self.personas:
+            raise ConfigError(f"by: {by!r} is not a persona column; one of {list(self.personas)}")
+        return self.personas[by].astype(str).to_numpy()
+
+    def _guesses(self) -> np.ndarray:
+        """Each agent's drawn guess, in persona order."""
+        drawn = self.drawn.set_index("agent_id")["guess"].reindex(self.personas["agent_id"])
+        return drawn.to_numpy(dtype=np.float64)
+
     def groups(self, by: str) -> pd.DataFrame:
         """Per category of persona column `by`: agents, the exact mean and spread of what they
         draw from, the sampled mean and spread, and z, the sampled mean's distance from the
         exact one in standard errors (|z| above about 3 is more than sampling noise)."""
-        if by not in self.personas:
-            raise ConfigError(f"by: {by!r} is not a persona column; one of {list(self.personas)}")
         mean, square = self._moments()
-        drawn = self.drawn.set_index("agent_id")["guess"].reindex(self.personas["agent_id"])
         frame = pd.DataFrame(
-            {
-                by: self.personas[by].astype(str).to_numpy(),
-                "mean": mean,
-                "square": square,
-                "guess": drawn.to_numpy(dtype=np.float64),
-            }
+            {by: self._categories(by), "mean": mean, "square": square, "guess": self._guesses()}
         )
         rows = []
         for category, part in frame.groupby(by, sort=True):
@@ -90,11 +93,7 @@ class ExactRound:
     def shares(self, by: str) -> pd.DataFrame:
         """Per category of `by` and answer: its exact share (the agents' distributions
         averaged) beside the share the agents drew."""
-        if by not in self.personas:
-            raise ConfigError(f"by: {by!r} is not a persona column; one of {list(self.personas)}")
-        categories = self.personas[by].astype(str).to_numpy()
-        drawn = self.drawn.set_index("agent_id")["guess"].reindex(self.personas["agent_id"])
-        guesses = drawn.to_numpy(dtype=np.float64)
+        categories, guesses = self._categories(by), self._guesses()
         rows = []
         for category in sorted(set(categories)):
             mask = categories == category
@@ -137,10 +136,7 @@ async def aexact_round(bundle: Bundle | str, model: ChatModel, round_number: int
     responses = opened.responses()
     shard.restore(responses[responses["round"] < round_number])
     targets = tuple(float(t) for t in opened.rounds()["target"].iloc[: round_number - 1])
-    population = cfg.population
-    note = None
-    if cfg.game.prompt.population_note and isinstance(population, PopulationSpec):
-        note = population_note(population)
+    note = prompt_note(cfg)
     game = opened.game_of(round_number)
     ctx = RoundContext(round_number, cfg.seed, game, cfg.n_agents, targets, note)
     found: PromptWalks = await walk_prompts(policy, shard, ctx)

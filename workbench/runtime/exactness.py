@@ -17,13 +17,12 @@ import numpy as np
 from workbench.agents import streams
 from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import AgentShard, RoundContext
-from workbench.config import PopulationSpec
 from workbench.llm import sampling_params
 from workbench.llm.base import split_extraction
 from workbench.llm.distribution.embedded import reference_answer
 from workbench.llm.distribution.walk import STEP_STREAM
 from workbench.llm.embedded.llamacpp import LlamaCppModel
-from workbench.population import population_note
+from workbench.population import prompt_note
 from workbench.results.bundle import Bundle
 
 
@@ -52,9 +51,7 @@ def check_exact(bundle: Bundle, model: LlamaCppModel, agents: int = 300) -> Exac
     shard.restore(responses)
     recorded = responses.set_index(["agent_id", "round"])["raw"]
     policy = LLMPolicy(model, params, constrained=config.model.constrained)
-    note = None
-    if config.game.prompt.population_note and isinstance(config.population, PopulationSpec):
-        note = population_note(config.population)
+    note = prompt_note(config)
     report = ExactReport()
     targets = rounds.sort_values("round")["target"].tolist()
     for number in sorted(int(r) for r in rounds["round"]):

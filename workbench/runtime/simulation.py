@@ -41,7 +41,7 @@ from workbench.config import (
 from workbench.errors import BundleError, ConfigError, one_line
 from workbench.game import RoundStats
 from workbench.llm import ChatModel, as_chat_model, model_for, sampling_params
-from workbench.population import population_note, quota_assignment, sample_population
+from workbench.population import prompt_note, quota_assignment, sample_population
 from workbench.results import Bundle, BundleWriter
 from workbench.results.fork import check_fork, copy_shared_rounds, forked_from
 from workbench.results.writer import final_status
@@ -349,14 +349,14 @@ class Simulation:
         cfg = self.config
         self.check()
         model = self.model
-        note = population_note(self.population) if cfg.game.prompt.population_note else None
+        note = prompt_note(cfg)
         if model is not None:
             await model.check()  # an unreachable server or a wrong model name: before writing
             params = sampling_params(cfg.model)  # a prompt too long for the context, too
             model.check_fits(probe_requests(cfg, self.personas, params, note), params)
         limit = cfg.max_estimated_seconds
         if limit is not None and self._resume is None:
-            estimate = await estimate_run(self)
+            estimate = await estimate_run(cfg, model, self.personas)
             if estimate.seconds > limit:
                 raise ConfigError(
                     f"max_estimated_seconds: this run is estimated at {estimate.seconds:.0f} s, "
@@ -480,7 +480,8 @@ class Simulation:
                 "--estimate: a resumed or forked run continues from a bundle's rounds; "
                 "estimate its config as a new run (workbench run CONFIG --estimate)"
             )
-        return run_blocking(estimate_run(self))
+        self.check()
+        return run_blocking(estimate_run(self.config, self.model, self.personas))
 
 
 @dataclass(frozen=True)
