@@ -498,7 +498,6 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             return _alert(_error_text(exc), True, CSS["result"])
         return pn.Column(pn.pane.Markdown("### Result"), *parts, css_classes=[CSS["result"]])
 
-
     def _live_view(self, bundle: str, number: int) -> pn.viewable.Viewable:
         """The game as it unfolds: the last finished round's guesses, with its target and the
         equilibrium, and every round's mean so far (read once per round, from the round's
