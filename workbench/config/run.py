@@ -30,12 +30,19 @@ PATH_FORM = "path"
 
 
 class OutputSpec(StrictModel):
-    """Where bundles go."""
+    """Where bundles go, and what they keep beside the answers."""
 
     dir: str = Field(
         "results",
         description="directory that holds result bundles (relative to the current directory); "
         "each run adds a folder <name>-<yyyymmdd-HHMMSS>-<4 hex>",
+    )
+    exact_distributions: bool = Field(
+        False,
+        description="distribution mode: after each round, walk its distinct prompts whole and "
+        "keep every prompt's exact answer distribution in the bundle (exact/round-<k>/), so "
+        "group means and spreads are known exactly beside the sampled ones; costs up to about "
+        "a round's work again (nodes the run scored are reused); local backend, one model",
     )
 
 

@@ -18,9 +18,11 @@ import pyarrow as pa
 
 from workbench.config import GameSpec, RunConfig, validate
 from workbench.errors import BundleError, ConfigError, WorkbenchError
+from workbench.results.exact import ExactRound, from_tables
 from workbench.results.html import bundle_html, damaged_html
 from workbench.results.layout import (
     EVENTS_FILE,
+    EXACT_DIR,
     FIGURES_DIR,
     GROUPS_FILE,
     MANIFEST,
@@ -32,6 +34,7 @@ from workbench.results.layout import (
     STATUSES,
     bundle_file,
     conform,
+    exact_paths,
     is_symlink_error,
     parse_part_path,
     read_parquet,
@@ -332,6 +335,41 @@ class Bundle:
     def responses(self, round_number: int | None = None) -> pd.DataFrame:
         """Every agent's decision in one round (or all rounds), sorted by round then agent_id."""
         return self.responses_table(round_number).to_pandas()
+
+    @property
+    def exact_rounds(self) -> list[int]:
+        """Rounds whose exact answer distributions the run kept (output.exact_distributions)."""
+        entry = self._field("exact", dict, optional=True)
+        rounds = [] if entry is None else entry.get("rounds", [])
+        if not isinstance(rounds, list) or not all(isinstance(r, int) for r in rounds):
+            raise self._damaged(
+                "exact", "a list of round numbers under 'rounds'", f"{rounds!r:.60}"
+            )
+        return sorted(rounds)
+
+    def exact(self, round_number: int = 1) -> ExactRound:
+        """One round's exact answer distributions beside the drawn answers (`results.exact`):
+        `.groups(by)`, `.shares(by)`, `.expected()`, `.answer_shares()`; no model needed."""
+        if round_number not in self.exact_rounds:
+            kept = self.exact_rounds
+            raise BundleError(
+                f"{self.path}: round {round_number} has no stored exact distributions "
+                f"({'kept for rounds ' + str(kept) if kept else 'the run did not keep them'}); "
+                "run with output.exact_distributions: true, or compute them with "
+                "workbench.runtime.exact_groups.exact_round(bundle, model, round)"
+            )
+        prompts_path, agents_path = (
+            relative(self.path, p) for p in exact_paths(self.path, round_number)
+        )
+        drawn = self.responses(round_number)[["agent_id", "guess"]]
+        return from_tables(
+            round_number,
+            self.personas(),
+            drawn,
+            self._table(prompts_path),
+            self._table(agents_path),
+            f"{self.path / EXACT_DIR}/round-{round_number}",
+        )
 
     def figures(self) -> list[Path]:
         """The files in figures/ (saved plots, e.g. by `viz.figure_files.save_figure`), sorted.

@@ -20,7 +20,7 @@ from workbench import _files
 from workbench.config import RunConfig
 from workbench.errors import BundleError, ConfigError
 from workbench.results.bundle import Bundle
-from workbench.results.layout import MANIFEST, PERSONAS_FILE, relative
+from workbench.results.layout import MANIFEST, PERSONAS_FILE, exact_paths, read_parquet, relative
 from workbench.results.verify import verify_bundle
 from workbench.results.writer import BundleWriter
 
@@ -88,8 +88,8 @@ def forked_from(parent: Bundle, at_round: int, overrides: Mapping[str, Any]) -> 
 
 def copy_shared_rounds(writer: BundleWriter, parent: Bundle, at_round: int) -> list[dict]:
     """Copy the parent's personas and its rounds before `at_round` into a new bundle, byte for
-    byte (the response part files) or row for row (round and group statistics); returns the
-    copied rounds' statistics."""
+    byte (the response part files) or row for row (round and group statistics, exact
+    distributions where the parent kept them); returns the copied rounds' statistics."""
     copy_file(parent.path / PERSONAS_FILE, writer.path / PERSONAS_FILE)
     shared = [r for r in parent.rounds_done if int(r["round"]) < at_round]
     groups = parent.groups(as_written=True)
@@ -101,6 +101,10 @@ def copy_shared_rounds(writer: BundleWriter, parent: Bundle, at_round: int) -> l
             rows = groups[groups["round"] == number].drop(columns="round")
             writer.write_group_stats(number, rows.to_dict("records"))
         writer.end_round(stats)
+        if number in parent.exact_rounds:  # what the shared round's agents drew from
+            prompts, agents = (read_parquet(path) for path in exact_paths(parent.path, number))
+            scheme = {k: v for k, v in parent.manifest["exact"].items() if k != "rounds"}
+            writer.write_exact(number, prompts, agents, scheme)
     return shared
 
 

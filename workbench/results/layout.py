@@ -43,6 +43,8 @@ GROUPS_FILE = "groups.parquet"
 EVENTS_FILE = "events.jsonl"
 RESPONSES_DIR = "responses"
 FIGURES_DIR = "figures"
+EXACT_DIR = "exact"
+"""Exact answer distributions per round (`results.exact`), where the run kept them."""
 LOCK_FILE = ".writer.lock"
 """The live writer's lock (pid, host, started_at); its leading dot keeps it out of the data."""
 
@@ -132,6 +134,13 @@ def round_dir(bundle: str | Path, round_number: int) -> Path:
 def part_path(bundle: str | Path, round_number: int, shard: int) -> Path:
     """Where one shard's responses of one round live: responses/round-<k>/part-<shard>.parquet."""
     return round_dir(bundle, round_number) / f"part-{shard:05d}.parquet"
+
+
+def exact_paths(bundle: str | Path, round_number: int) -> tuple[Path, Path]:
+    """Where one round's exact distributions live: exact/round-<k>/prompts.parquet and
+    agents.parquet (`results.exact`)."""
+    folder = Path(bundle) / EXACT_DIR / f"round-{round_number}"
+    return folder / "prompts.parquet", folder / "agents.parquet"
 
 
 def is_round_dir(path: str | Path) -> bool:

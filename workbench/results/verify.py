@@ -280,6 +280,39 @@ def _check_groups(
         _compare(row, expected.as_dict(), where, problems)
 
 
+def _check_exact(bundle: Bundle, problems: list[str]) -> None:
+    """Stored exact distributions: readable, one prompt per agent, each prompt's probabilities
+    summing to 1 (`Bundle.exact`), and every drawn answer one its prompt gives mass to."""
+    done = {int(r["round"]) for r in bundle.rounds_done}
+    for number in bundle.exact_rounds:
+        where = f"exact round {number}"
+        if number not in done:
+            problems.append(f"{where}: the round is not finished")
+            continue
+        try:
+            found = bundle.exact(number)
+        except BundleError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        drawn = found.drawn.set_index("agent_id")["guess"].reindex(found.personas["agent_id"])
+        guesses = drawn.to_numpy(dtype=np.float64)
+        supported = pd.MultiIndex.from_arrays(
+            [
+                np.repeat(np.arange(found.n_prompts), [len(a) for a in found.answers]),
+                np.concatenate(found.answers),
+            ]
+        )[np.concatenate(found.probs) > 0]
+        seen = ~np.isnan(guesses)
+        asked = pd.MultiIndex.from_arrays([found.prompt_of[seen], guesses[seen]])
+        outside = np.flatnonzero(~asked.isin(supported))
+        if len(outside):
+            agent = found.personas["agent_id"].to_numpy()[seen][outside[0]]
+            problems.append(
+                f"{where}: {len(outside)} drawn answers (agent {agent} first) are ones their "
+                "prompt gives no mass"
+            )
+
+
 def verify_bundle(path: str | Path, *, require_complete: bool = True) -> VerifyReport:
     """Recompute a bundle's hashes, row counts and round statistics and report every mismatch.
 
@@ -298,6 +331,7 @@ def verify_bundle(path: str | Path, *, require_complete: bool = True) -> VerifyR
         if not linked:  # a bundle holding links is refused: its data is not read through them
             config = _check_config(bundle, problems)
             _check_rounds(bundle, config, problems)
+            _check_exact(bundle, problems)
     except (BundleError, pa.ArrowException, OSError, KeyError, TypeError, ValueError) as exc:
         problems.append(f"could not finish checking: {type(exc).__name__}: {exc}")
     problems = list(dict.fromkeys(problems))  # each problem once, in the order found

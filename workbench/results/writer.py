@@ -36,6 +36,7 @@ from workbench.results.bundle import Bundle
 from workbench.results.layout import (
     CONFIG_FILE,
     EVENTS_FILE,
+    EXACT_DIR,
     FIGURES_DIR,
     FINAL_STATUSES,
     GROUPS_FILE,
@@ -48,6 +49,7 @@ from workbench.results.layout import (
     SCHEMA_VERSION,
     as_table,
     data_files,
+    exact_paths,
     file_rows,
     is_round_dir,
     part_path,
@@ -310,12 +312,13 @@ class BundleWriter:
             raise BundleError(f"{bundle.path}: already complete; nothing to resume")
         self._rounds = [dict(r) for r in bundle.rounds_done]
         done = {int(r["round"]) for r in self._rounds}
-        responses = self._path / RESPONSES_DIR
-        for folder in responses.iterdir() if responses.is_dir() else []:
-            if is_round_dir(folder) and round_of_dir(folder) not in done:
-                for part in folder.iterdir():
-                    part.unlink()
-                folder.rmdir()
+        for kept in (RESPONSES_DIR, EXACT_DIR):
+            base = self._path / kept
+            for folder in base.iterdir() if base.is_dir() else []:
+                if is_round_dir(folder) and round_of_dir(folder) not in done:
+                    for part in folder.iterdir():
+                        part.unlink()
+                    folder.rmdir()
         # rounds.parquet and groups.parquet may hold a round the manifest never recorded
         _write_parquet(self._path / ROUNDS_FILE, rounds_table(self._rounds))
         groups = self._path / GROUPS_FILE
@@ -332,6 +335,9 @@ class BundleWriter:
         entry = {"at": _now(), "after_round": len(done)}
         resumed = [*earlier, entry | ({"changes": dict(changes)} if changes else {})]
         manifest.update(status="running", finished_at=None, error=None, files={}, resumed=resumed)
+        exact = manifest.get("exact")
+        if isinstance(exact, dict) and isinstance(exact.get("rounds"), list):
+            manifest["exact"] = {**exact, "rounds": [r for r in exact["rounds"] if r in done]}
         self._manifest = manifest
         self._write_manifest()
 
@@ -426,6 +432,24 @@ class BundleWriter:
         rows = [r for r in earlier if r["round"] != round_number]
         rows += [{"round": round_number, **{k: plain(v) for k, v in g.items()}} for g in groups]
         _write_parquet(path, pa.Table.from_pylist(rows))
+
+    def write_exact(
+        self, round_number: int, prompts: pa.Table, agents: pa.Table, scheme: Mapping[str, Any]
+    ) -> None:
+        """Write one ended round's exact distributions (`results.exact`) and record the round
+        and how they were computed under the manifest's `exact` entry."""
+        self._check_open()
+        if not any(r["round"] == round_number for r in self._rounds):
+            raise BundleError(f"round {round_number} has not ended; its distributions wait")
+        prompts_path, agents_path = exact_paths(self._path, round_number)
+        prompts_path.parent.mkdir(parents=True, exist_ok=True)
+        _write_parquet(prompts_path, prompts)
+        _write_parquet(agents_path, agents)
+        entry = self._manifest.get("exact")
+        rounds = entry.get("rounds", []) if isinstance(entry, dict) else []
+        rounds = sorted({*rounds, round_number})
+        self._manifest["exact"] = {**jsonable(dict(scheme)), "rounds": rounds}
+        self._write_manifest()
 
     def record(self, **extra: Any) -> None:
         """Merge extra top-level keys (timings, cluster, ...) into the manifest and rewrite it."""

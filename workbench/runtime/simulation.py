@@ -58,6 +58,7 @@ from workbench.runtime.events import (
     Subscriber,
     round_note,
 )
+from workbench.runtime.exact_groups import check_exact, store_exact
 from workbench.runtime.round_outcome import check_failures, round_outcome
 
 MODEL_STREAM = 0x4D0DE1
@@ -231,6 +232,14 @@ class Simulation:
             raise ConfigError(
                 f"game.group_by: {group_by!r} is not a persona column; known: {columns}"
             )
+        if self.config.output.exact_distributions:
+            check_exact(self.config)
+            if self.config.backend.kind != "local":
+                raise ConfigError(
+                    "output.exact_distributions: kept on the local backend only (the walk runs "
+                    "beside the driver's model); use backend.kind: local, or compute them "
+                    "afterwards with exact_round(bundle, model, round)"
+                )
 
     def describe_model(self) -> dict[str, Any]:
         """What answered, for the manifest: the model identity, or the baseline policy."""
@@ -354,6 +363,8 @@ class Simulation:
             await model.check()  # an unreachable server or a wrong model name: before writing
             params = sampling_params(cfg.model)  # a prompt too long for the context, too
             model.check_fits(probe_requests(cfg, self.personas, params, note), params)
+            if cfg.output.exact_distributions:
+                check_exact(cfg, model)
         limit = cfg.max_estimated_seconds
         if limit is not None and self._resume is None:
             estimate = await estimate_run(cfg, model, self.personas)
@@ -413,6 +424,8 @@ class Simulation:
                     writer.record(backend=described)
                 check_failures(tables, number, cfg.max_failed_share, writer.path, served)
                 stats, seconds = await self._store_round(writer, number, tables, group_codes, start)
+                if cfg.output.exact_distributions and model is not None:
+                    await store_exact(writer, model, number)
                 targets.append(stats.target)
                 row = {**stats.as_dict(), "seconds": seconds}
                 emit(RoundFinished(round=number, stats=row, failures=stats.n_failed))

@@ -29,6 +29,7 @@ from workbench.viz.distributions import (
     round_trajectories,
     tokens_per_response,
 )
+from workbench.viz.exact_views import exact_curve, exact_groups
 from workbench.viz.plot_parts import (
     HEIGHT,
     WIDTH,
@@ -45,6 +46,7 @@ __all__ = [
     "agents",
     "compare",
     "distribution",
+    "exact_groups",
     "histogram",
     "tokens",
     "trajectories",
@@ -56,7 +58,8 @@ KINDS: tuple[str, ...] = ("bars", "heatmap", "quantiles", "means")
 
 def histogram(bundle: BundleLike, round: int | None = None) -> hv.Overlay:
     """A round's guesses (the last round when None) per whole number, with the target, the
-    equilibrium and the winning guess marked; bin g holds guesses in [g, g + 1)."""
+    equilibrium and the winning guess marked; bin g holds guesses in [g, g + 1). Where the run
+    kept the round's exact distributions, the expected counts are drawn over the bars."""
     bundle = as_bundle(bundle)
     counts = guess_counts(bundle, round)
     number = counts.attrs["round"]
@@ -74,7 +77,8 @@ def histogram(bundle: BundleLike, round: int | None = None) -> hv.Overlay:
         "winning guess": row["winning_guess"],
     }
     title = f"{bundle.run_id}: round {number}, {int(row['n_valid']):,} valid of {int(row['n']):,}"
-    overlay = hv.Overlay([bars, *marker_lines(markers)])
+    exact = [exact_curve(bundle.exact(number))] if number in bundle.exact_rounds else []
+    overlay = hv.Overlay([bars, *exact, *marker_lines(markers)])
     return opts(overlay, title=title, width=WIDTH, height=HEIGHT, legend_position="top_right")
 
 
