@@ -1,4 +1,4 @@
-"""`workbench bench embedded|scale|served|startup|dummy|plots`: benchmarks that print ratios
+"""`workbench bench embedded|scale|served|noise|startup|dummy|plots`: benchmarks that print ratios
 against an in-run baseline. Registered on the app in `cli.py`."""
 
 from __future__ import annotations
@@ -39,6 +39,22 @@ def bench_embedded(
         baseline_n=baseline_n,
     )
     typer.echo(report)
+
+
+@bench_app.command("noise")
+def bench_noise(
+    config: Annotated[Path | None, typer.Option(help="run config (model.kind embedded)")] = None,
+    n: Annotated[int | None, typer.Option("-n", help="override n_agents")] = None,
+    by: Annotated[
+        str | None, typer.Option(help="persona column (default game.group_by, else the first)")
+    ] = None,
+) -> None:
+    """How far the engine's numerics move each group's round-1 answers: every distinct prompt
+    walked whole with the prompt in canonical pieces and in one batch; per group the exact
+    means, the shift and the TVD, and which group gaps exceed them."""
+    from workbench.bench.noise import noise_bench
+
+    typer.echo(noise_bench(config, n=n, by=by))
 
 
 @bench_app.command("scale")

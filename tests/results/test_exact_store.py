@@ -121,3 +121,23 @@ def test_runs_that_cannot_keep_them_are_refused(embedded_model, make_config, tmp
     with pytest.raises(ConfigError, match="model.sampling: exact distributions need distribution"):
         Simulation(free, model=embedded_model).run(out_dir=tmp_path, progress=False)
     assert not any(tmp_path.iterdir())
+
+
+def test_plots_draw_the_exact_distribution_beside_the_draws(embedded_model, make_config, tmp_path):
+    import holoviews as hv
+
+    from workbench.viz import plots
+
+    config = _config(make_config, n_agents=200, rounds=1, agents_per_shard=200)
+    bundle = Simulation(config, model=embedded_model).run(out_dir=tmp_path, progress=False)
+    histogram = plots.histogram(bundle, 1)
+    curves = [e for e in histogram if isinstance(e, hv.Curve)]
+    assert [c.label for c in curves] == ["exact distribution"]
+    assert curves[0].dimension_values("expected").sum() == pytest.approx(200)
+    groups = plots.exact_groups(bundle, "education")
+    means = [e for e in groups if isinstance(e, hv.Scatter)]
+    assert [m.label for m in means] == ["exact mean", "sampled mean"]
+    table = bundle.exact(1).groups("education").sort_values("education")
+    assert np.allclose(means[0].dimension_values("exact_mean"), table["exact_mean"])
+    hv.render(histogram, backend="bokeh")
+    hv.render(groups, backend="bokeh")

@@ -19,6 +19,7 @@ from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.errors import ConfigError
 from workbench.llm.distribution.exact import ExactWalk, answer_walk
+from workbench.llm.distribution.scorer import NodeScorer
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,12 @@ class PromptWalks:
     order: list[int]
 
 
-async def walk_prompts(policy: LLMPolicy, shard: AgentShard, ctx: RoundContext) -> PromptWalks:
-    """Group the shard's agents by prompt and walk each distinct prompt's whole trie."""
-    scorer = policy.model.node_scorer()
+async def walk_prompts(
+    policy: LLMPolicy, shard: AgentShard, ctx: RoundContext, scorer: NodeScorer | None = None
+) -> PromptWalks:
+    """Group the shard's agents by prompt and walk each distinct prompt's whole trie, on the
+    policy's model's scorer or on `scorer` (another evaluation of the same model)."""
+    scorer = scorer or policy.model.node_scorer()
     if scorer is None or not policy.constrained:
         raise ConfigError(
             "model.sampling: whole answer distributions need distribution mode (sampling auto "

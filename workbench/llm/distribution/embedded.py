@@ -25,7 +25,14 @@ from workbench.llm.distribution.sampler import draw
 from workbench.llm.distribution.scorer import Node, NodeScorer
 from workbench.llm.distribution.vocabulary import IntegerVocabulary
 from workbench.llm.embedded.cpu_share import CpuShare
-from workbench.llm.embedded.engine import Engine, EngineCounters, chat_tokens, decode, last_logits
+from workbench.llm.embedded.engine import (
+    Engine,
+    EngineCounters,
+    chat_tokens,
+    decode,
+    last_logits,
+    private_engine,
+)
 from workbench.llm.embedded.node_slots import ROWS, Key, NodeSlots, self_check
 from workbench.llm.embedded.prefix_pieces import common_prefix
 
@@ -224,6 +231,43 @@ class EmbeddedNodeScorer(NodeScorer):
             engine.forget()
             raise
         return engine.answer_logits[-1]
+
+
+class WholePromptModel:
+    """A `LlamaCppModel` evaluating every prompt whole, in one batch, on an engine of its own:
+    as valid an evaluation as the canonical pieces, and off by llama.cpp's batch numerics (up
+    to 0.5 in a logit, measured). What `workbench bench noise` compares the canonical one with;
+    its engine is private, so its cached state never meets the shared engine's."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        self.n_ctx, self.cpu, self.counters = model.n_ctx, model.cpu, model.counters
+        self._engine = private_engine(str(model.path), model.n_ctx, model.n_threads)
+        self._engine.whole_prompts = True
+
+    @property
+    def engine(self) -> Engine:
+        """The private engine (prompts never cut)."""
+        return self._engine
+
+    def evaluate(self, engine: Engine, tokens: list[int]) -> None:
+        """The model's own evaluation, on an engine that never cuts a prompt."""
+        self._model.evaluate(engine, tokens)
+
+
+class WholePromptScorer(EmbeddedNodeScorer):
+    """Node logits after each prompt evaluated whole (`WholePromptModel`), every node alone."""
+
+    def describe(self) -> dict[str, Any]:
+        """How node logits are computed here."""
+        return {
+            **super().describe(),
+            "nodes": "prompt whole in one batch, then each answer token alone",
+            "rows": "one per decode",
+        }
+
+    def _slots(self, engine: Engine) -> NodeSlots | None:
+        return None  # the node slots cut prompts in pieces: every node alone here
 
 
 def reference_answer(

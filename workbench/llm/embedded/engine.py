@@ -73,12 +73,16 @@ class Engine:
     answer_logits: list[Any] = field(default_factory=list)  # the logits after each of them
     slots: Any = None  # the answer-trie node slots (`node_slots`); False where unusable
     slots_note: str = ""  # what their self-check found
+    whole_prompts: bool = False  # never cut a prompt: one batch (`distribution.embedded`)
 
     def cuts_after(self, token: int) -> bool:
         """Whether a prompt is cut into pieces after this token (`PIECE_CUTS`): its text ends
         a line, a label ("Your own numbers so far:") or an item of a list (each of an agent's
         earlier numbers: "40, 25."), so agents whose histories begin alike share those pieces
-        and each evaluates only its own last number and the answer header (cached per token)."""
+        and each evaluates only its own last number and the answer header (cached per token).
+        Never on an engine of `whole_prompts` (the other evaluation `bench noise` compares)."""
+        if self.whole_prompts:
+            return False
         known = self.cuts.get(token)
         if known is None:
             text = self.llm.detokenize([token], special=True)
@@ -113,6 +117,13 @@ def load_engine(path: str, n_ctx: int, n_threads: int) -> Engine:
     """The engine of a GGUF, loaded once per process (and per settings)."""
     with _LOADING:
         return _load_once(path, n_ctx, n_threads)
+
+
+def private_engine(path: str, n_ctx: int, n_threads: int) -> Engine:
+    """An engine of the GGUF that no other caller shares (its own weights and context): for an
+    evaluation whose cached state must never meet the shared engine's (`bench noise`)."""
+    with _LOADING:
+        return _load_once.__wrapped__(path, n_ctx, n_threads)
 
 
 @lru_cache(maxsize=4)
