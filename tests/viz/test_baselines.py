@@ -7,13 +7,16 @@ import pytest
 from workbench.viz.baselines import (
     CHC,
     FINDING_COLUMNS,
+    GAMA,
     HUMAN_COLUMNS,
+    LLM_COLUMNS,
     PAPER,
     PEER_COLUMNS,
     PEERS,
     PROMPT_MEAN_COLUMNS,
     ROUND_COLUMNS,
     human_baselines,
+    llm_baselines,
     paper_findings,
     paper_prompt_means,
     paper_rounds,
@@ -22,6 +25,7 @@ from workbench.viz.baselines import (
 
 TABLES = [
     (human_baselines, HUMAN_COLUMNS, 13),
+    (llm_baselines, LLM_COLUMNS, 107),
     (paper_prompt_means, PROMPT_MEAN_COLUMNS, 24),
     (paper_rounds, ROUND_COLUMNS, 28),
     (paper_findings, FINDING_COLUMNS, 27),
@@ -75,3 +79,27 @@ def test_peer_benchmarks() -> None:
     assert never["round_seconds"].isna().all() and never["peak_memory_mib"].tolist() == [18800]
     asyncio_1m = peers[(peers["system"] == "plain asyncio") & (peers["agents"] == 1_000_000)]
     assert asyncio_1m["round_seconds"].tolist() == [29.0]
+
+
+def test_llm_baselines() -> None:
+    llms = llm_baselines()
+    # guesses of the 0-100 game, p = 2/3, rounds 1-5, sd and n only where they can be
+    assert llms["mean"].between(0, 100).all() and (llms["p_text"] == "2/3").all()
+    assert llms["round"].between(1, 5).all() and (llms["sd"].dropna() >= 0).all()
+    gama = llms[llms["source"] == GAMA].set_index(["model", "round"])
+    assert len(gama) == 12 * 5 and (gama["n"] == 50).all() and (gama["players"] == 10).all()
+    assert gama.loc[("gpt-4o", 1), ["mean", "sd"]].tolist() == [30.26, 4.6]
+    assert gama.loc[("gpt-3.5-turbo-0613", 1), ["mean", "sd"]].tolist() == [50.0, 0.0]
+    assert gama["direct"].all() and gama["note"].str.contains("GAMABench").all()
+    # the paper's rows are its own tables' numbers, not copies that could drift
+    fig17 = llms[llms["source"] == f"{PAPER}, Fig. 17"]
+    means = paper_prompt_means()
+    assert sorted(fig17["mean"]) == sorted(means["first_round_mean"])
+    assert fig17.loc[fig17["direct"].astype(bool), "prompt"].eq("1 direct").all()
+    paper = llms[llms["source"] == PAPER]
+    rounds = paper_rounds()
+    assert sorted(paper["mean"]) == sorted(rounds.loc[rounds["statistic"] == "mean", "value"])
+    assert paper.loc[paper["prompt"] == "not stated", "direct"].isna().all()
+    mine = llm_baselines()
+    mine.loc[0, "mean"] = -1  # a fresh frame each call
+    assert llm_baselines().loc[0, "mean"] == llms.loc[0, "mean"]

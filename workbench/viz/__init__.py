@@ -1,5 +1,5 @@
 """Plots and analysis of result bundles: distributions by any persona column, round
-trajectories, the cognitive-hierarchy fit and the human baselines.
+trajectories, the cognitive-hierarchy fit and the human and LLM baselines.
 
 `answers` joins one round's answers to a persona column, `stats` holds the pure grouped
 statistics, `distributions` the tidy tables for plots, `hierarchy` the Poisson
@@ -18,6 +18,7 @@ from workbench._lazy import lazy_face
 if TYPE_CHECKING:
     from workbench.viz.baselines import (
         human_baselines,
+        llm_baselines,
         paper_findings,
         paper_prompt_means,
         paper_rounds,
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 _HOMES: dict[str, str] = {
     "human_baselines": "workbench.viz.baselines",
+    "llm_baselines": "workbench.viz.baselines",
     "paper_findings": "workbench.viz.baselines",
     "paper_prompt_means": "workbench.viz.baselines",
     "paper_rounds": "workbench.viz.baselines",
@@ -74,6 +76,7 @@ __all__ = [
     "guess_counts",
     "human_baselines",
     "level_guesses",
+    "llm_baselines",
     "paper_findings",
     "paper_prompt_means",
     "paper_rounds",

@@ -1,11 +1,13 @@
-"""Reference numbers to set runs beside: human subjects' first-round guesses and the paper's.
+"""Reference numbers to set runs beside: human subjects' guesses, the paper's, other LLMs'.
 
 Copied from the project's reference tables: Camerer, Ho & Chong 2004, QJE 119(3), Table II
 (CHC); Nagel 1995, AER 85(5); Bosch-Domenech et al. 2002, AER 92(5); Pan et al. 2024,
 arXiv 2407.17789; and the dummy benchmark measured on this project's kind of machine for
-AgentScope, Ray and plain asyncio (`peer_benchmarks`). Every row names its source; each
-accessor returns a fresh DataFrame. They are data for overlays and expected ranges, not targets
-to tune a run to.
+AgentScope, Ray and plain asyncio (`peer_benchmarks`). `llm_baselines` adds published results
+of LLMs playing the game: the paper's and GAMA-Bench's (Huang et al. 2025, computed from the
+authors' published raw results, see `GAMA_DATA`). Every row names its source; each accessor
+returns a fresh DataFrame. They are data for overlays and expected ranges, not targets to tune
+a run to.
 """
 
 from __future__ import annotations
@@ -19,6 +21,16 @@ PAPER = "Pan et al. 2024, arXiv 2407.17789"
 """Very Large-Scale Multi-Agent Simulation in AgentScope, the paper the workbench reproduces."""
 
 CHC = "Camerer Ho Chong 2004 Table II"
+GAMA = "Huang et al. 2025, ICLR (GAMA-Bench, arXiv 2403.11807)"
+"""Competing Large Language Models in Multi-Agent Gaming Environments: its "guess 2/3 of the
+average" game, 10 LLM players of one model, 20 rounds, a direct JSON answer (no reasoning)."""
+GAMA_DATA = (
+    "computed from the authors' raw results: github.com/CUHK-ARISE/GAMABench, "
+    "raw_results/guessing_game/<model>_guessing_game_v1_{1..5}.json at commit 41ebccf "
+    "(5 games of 10 players: each round's 50 guesses)"
+)
+"""Where `llm_baselines`' GAMA-Bench means come from: the paper draws them as figures; these are
+the same runs' guesses (each file's round_records), their mean and sd per round."""
 PEERS = (
     "the paper's dummy benchmark (1 s wait, then a random number) measured on a 2-core, "
     "24 GiB machine of the project's kind (reference peer_benchmarks.csv)"
@@ -133,6 +145,24 @@ _PEERS: tuple[tuple, ...] = (
     ("Ray 2 async actors", 1_000_000, "one coroutine per agent; half the agents per actor", 20,
      2600, "19.5 to 24.7 s"),
 )
+_GAMA_ROUNDS: dict[str, tuple[tuple[float, float], ...]] = {
+    # model (as the files name it): (mean, sd) of the 50 guesses in rounds 1-5
+    "gemini-1.0-pro": ((59.82, 12.56), (39.70, 4.48), (29.58, 7.01), (25.50, 6.99), (22.64, 6.73)),
+    "gemini-1.5-pro": ((29.24, 8.85), (20.36, 4.62), (13.96, 3.08), (9.66, 2.16), (6.90, 1.66)),
+    "gpt-3.5-turbo-0613": ((50.00, 0.00), (65.62, 14.26), (61.72, 9.83), (61.26, 11.31),
+                           (63.14, 9.06)),
+    "gpt-3.5-turbo-1106": ((50.00, 0.00), (48.04, 7.59), (50.44, 6.54), (41.82, 5.09),
+                           (38.26, 6.02)),
+    "gpt-4-0125-preview": ((42.10, 12.36), (26.68, 3.74), (19.00, 2.84), (14.86, 2.07),
+                           (12.98, 2.57)),
+    "gpt-4o": ((30.26, 4.60), (20.04, 2.98), (13.14, 2.23), (10.16, 1.54), (8.42, 1.40)),
+    "llama-3.1-405b": ((35.46, 8.04), (24.66, 3.54), (18.18, 1.41), (11.96, 1.67), (8.20, 1.11)),
+    "llama-3.1-70b": ((40.74, 8.28), (30.84, 6.37), (23.46, 4.36), (19.26, 4.51), (14.36, 3.75)),
+    "llama-3.1-8b": ((46.28, 11.66), (32.70, 5.49), (30.12, 13.11), (20.62, 7.50), (15.54, 7.69)),
+    "mixtral-8x22b": ((33.34, 6.82), (25.96, 5.45), (22.90, 8.17), (20.02, 5.28), (17.80, 5.33)),
+    "mixtral-8x7b": ((40.02, 9.18), (30.80, 10.16), (21.68, 2.45), (16.82, 2.21), (13.50, 1.61)),
+    "qwen2-72b": ((40.06, 12.86), (24.22, 5.23), (16.64, 3.40), (12.16, 2.72), (8.84, 2.24)),
+}
 # fmt: on
 
 PROMPT_MEAN_COLUMNS = ("model", "prompt", "first_round_mean", "source")
@@ -146,6 +176,29 @@ FINDING_COLUMNS = ("topic", "setting", "statistic", "value", "value_text", "note
 """Columns of `paper_findings`: value is nan where the paper gives a list, a change or nothing
 ("1.00/155.46/...", "22 -> 5.6"); value_text keeps it as written."""
 
+
+LLM_COLUMNS = (
+    "source",
+    "model",
+    "p",
+    "p_text",
+    "prompt",
+    "direct",
+    "round",
+    "mean",
+    "sd",
+    "n",
+    "players",
+    "note",
+)
+"""Columns of `llm_baselines`: `prompt` as the source words it (the paper's prompts 1-4: 1 direct,
+2 step by step, 3 + all players rational, 4 + guess others' strategies); `direct` True where the
+model answered a number with no reasoning text (the setting a constrained run plays), False
+where it reasoned first, NA where the source does not say; `n` the guesses the mean is over,
+`players` the players of one game; sd, n and players nan where unreported."""
+
+_PROMPTS = {1: "1 direct", 2: "2 step by step", 3: "3 + all rational", 4: "4 + others' strategies"}
+"""The paper's prompts 1-4 as `llm_baselines` names them."""
 
 PEER_COLUMNS = (
     "system",
@@ -196,6 +249,41 @@ def paper_findings() -> pd.DataFrame:
     """The paper's other single figures (ratios, temperature, tokens, education, scale)."""
     rows = [(t, s, stat, _number(v), v, note, PAPER) for t, s, stat, v, note in _FINDINGS]
     return pd.DataFrame(rows, columns=list(FINDING_COLUMNS))
+
+
+def llm_baselines() -> pd.DataFrame:
+    """Published means of LLMs playing the 2/3 beauty contest, per source, model, prompt and
+    round: the paper's (Fig. 17, its multi-round and mixed-population means) and GAMA-Bench's
+    (rounds 1-5 of 12 models). What our LLM agents' means are set beside, as the humans' are."""
+    mixed = "mixed population: 500 each of Llama3-70B, MistralAI-8x22B, Qwen2-72B in one game"
+    rows = [
+        # source, model, prompt, direct, round, mean, sd, n, players, note
+        (f"{PAPER}, Fig. 17", model, _PROMPTS[k], k == 1, 1, mean, _NAN, _NAN, _NAN, "")
+        for model, means in _PROMPT_MEANS.items()
+        for k, mean in enumerate(means, start=1)
+    ]
+    for experiment, model, k, round_, statistic, value in _ROUNDS:
+        if statistic != "mean":
+            continue  # the winning numbers are 2/3 of these means
+        if experiment == "multi_round":
+            rows.append(
+                (PAPER, model, _PROMPTS[k], k == 1, round_, value, _NAN, _NAN, _NAN,
+                 "multi-round run")
+            )  # fmt: skip
+        else:
+            rows.append((PAPER, model, "not stated", None, round_, value, _NAN, 500, 1500, mixed))
+    rows += [
+        (GAMA, model, "direct (JSON answer)", True, round_, mean, sd, 50, 10,
+         f"10 players of one model, 20 rounds; {GAMA_DATA}")
+        for model, by_round in _GAMA_ROUNDS.items()
+        for round_, (mean, sd) in enumerate(by_round, start=1)
+    ]  # fmt: skip
+    frame = pd.DataFrame(
+        [(source, model, 2 / 3, "2/3", *rest) for source, model, *rest in rows],
+        columns=list(LLM_COLUMNS),
+    )
+    kinds = {"direct": "boolean", "sd": "float64", "n": "float64", "players": "float64"}
+    return frame.astype(kinds)
 
 
 def peer_benchmarks() -> pd.DataFrame:
