@@ -463,6 +463,11 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
     typer.echo(table.header())
     for row in frame.to_dict("records"):
         typer.echo(table.row(row))
+    if b.exact_rounds:  # output.exact_distributions: each group's exact mean beside its draws
+        columns = [c for c in b.personas().columns if c not in ("agent_id", "persona")]
+        number, by = b.exact_rounds[-1], cfg.game.group_by or columns[0]
+        typer.echo(f"exact distributions kept for rounds {b.exact_rounds}; round {number} by {by}:")
+        typer.echo(b.exact(number).groups(by).to_string(index=False, float_format="{:.2f}".format))
 
 
 @bundles_app.command("verify")

@@ -141,3 +141,15 @@ def test_plots_draw_the_exact_distribution_beside_the_draws(embedded_model, make
     assert np.allclose(means[0].dimension_values("exact_mean"), table["exact_mean"])
     hv.render(histogram, backend="bokeh")
     hv.render(groups, backend="bokeh")
+
+
+def test_bundles_show_prints_the_exact_group_means(embedded_model, make_config, tmp_path):
+    from cli_helpers import workbench
+
+    config = _config(make_config, n_agents=60, rounds=1, agents_per_shard=60)
+    bundle = Simulation(config, model=embedded_model).run(out_dir=tmp_path, progress=False)
+    shown = workbench("bundles", "show", bundle.path, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "exact distributions kept for rounds [1]; round 1 by " in shown.stdout
+    groups = bundle.exact(1).groups(shown.stdout.split("round 1 by ")[1].split(":")[0])
+    assert f"{groups['exact_mean'].iat[0]:.2f}" in shown.stdout
