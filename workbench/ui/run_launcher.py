@@ -8,7 +8,8 @@ bundle's events on disk (`runs.follower.RunFollower`, reading only what was appe
 status from the one status function (`runs.status`), refreshed by a periodic callback when
 served or by `refresh()`: per shard, per round, the status a dead writer cannot fake. A new
 RunLauncher on the same results folder re-attaches to the newest live run, so a reloaded page or
-a restarted dashboard shows it again. A finished run shows its guesses by a persona column
+a restarted dashboard shows it again. While it plays, the round in play is drawn as its shards'
+part files land (`live_round_view`). A finished run shows its guesses by a persona column
 (`viz.plots`), and `finished_bundle` tells the page which bundle it was.
 """
 
@@ -29,6 +30,7 @@ from workbench.config import RunConfig
 from workbench.errors import WorkbenchError
 from workbench.results import Bundle
 from workbench.results.layout import MANIFEST
+from workbench.results.live_round import RoundSoFar
 from workbench.runs.cancelling import cancel
 from workbench.runs.follower import RunFollower
 from workbench.runs.launcher import check_model, launch
@@ -42,6 +44,7 @@ from workbench.runs.status import (
     running_bundles,
 )
 from workbench.ui.launch_settings import LaunchSettings, quickstart_population
+from workbench.ui.live_round_view import LiveRounds, live_view
 from workbench.ui.notices import notice
 from workbench.ui.run_tables import (
     LAUNCH_COLUMNS,
@@ -156,6 +159,12 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
     finished_bundle = param.String(
         None, allow_None=True, doc="output: the bundle of the followed run once it completed"
     )
+    round_so_far = param.ClassSelector(
+        class_=RoundSoFar,
+        default=None,
+        allow_None=True,
+        doc="output: the round in play, from the part files its shards have written so far",
+    )
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -164,6 +173,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         self._state: LaunchState | None = None  # what the header shows (one status for all)
         self._listed_at = -math.inf
         self._callbacks: set[int] = set()
+        self._live_rounds = LiveRounds()
         self._reattach()
 
     # ---- actions ----------------------------------------------------------------------------
@@ -279,6 +289,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             self.launch_id = self._launch.launch_id if self._launch else None
             self.bundle = str(self._follower.bundle) if self._follower else None
             self.status, self.error, self.rounds_done = "running", "", 0
+            self.round_so_far = None
             self.settings_open = False  # the run's progress comes up where the settings were
         self.refresh()
 
@@ -340,10 +351,23 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             self.error = state.error or ""
             self.rounds_done, self.rounds_total = state.rounds_done, state.rounds
             self.bundle = str(state.bundle) if state.bundle is not None else None
+            self._read_round(state)
         if state.status == "complete" and was != "complete" and state.bundle is not None:
             self.finished_bundle = str(state.bundle)
             if self.on_finished is not None:
                 self.on_finished(str(state.bundle))
+
+    def _read_round(self, state: LaunchState) -> None:
+        """The round in play so far (the part files that landed since the last tick only)."""
+        number = state.rounds_done + 1
+        if state.status not in LIVE or state.bundle is None or number > state.rounds:
+            return
+        try:
+            so_far = self._live_rounds.poll(state.bundle, number)
+        except WorkbenchError:
+            return  # a part that cannot be read: the finished round shows as before
+        if so_far is not self.round_so_far:
+            self.round_so_far = so_far
 
     def _set_frame(self, name: str, frame: pd.DataFrame) -> None:
         """Set a table param only when it changed: an unchanged table sends nothing."""
@@ -443,6 +467,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
                     self.param.bundle,
                     self.param.rounds_done,
                     self.param.status,
+                    self.param.round_so_far,
                 ),
                 sizing_mode="stretch_width",
             ),
@@ -478,12 +503,17 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         live: str | None = None,
         done: int = 0,
         status: str = "",
+        so_far: RoundSoFar | None = None,
     ) -> pn.viewable.Viewable:
         """The completed run's histogram and its guesses by `by` (or, when its population
-        has no such dimension, by its first); while a run plays, its last finished round."""
+        has no such dimension, by its first); while a run plays, the round in play as its
+        shards come in (`live_round_view`), or its last finished round."""
         if not bundle:
-            if live and done >= 1 and status in LIVE:
-                return self._live_view(live, done)
+            if live and status in LIVE:
+                means = self.round_stats["mean"].dropna().tolist()
+                shards = len(self.shards)
+                total = self.rounds_total
+                return live_view(live, done, total, so_far, shards, means, RESULT_SIZE, CSS["live"])
             return pn.Column(visible=False)
         try:
             parts: list[Any] = [pn.pane.HoloViews(plots.histogram(bundle).opts(**RESULT_SIZE))]
@@ -497,22 +527,6 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         except WorkbenchError as exc:
             return _alert(_error_text(exc), True, CSS["result"])
         return pn.Column(pn.pane.Markdown("### Result"), *parts, css_classes=[CSS["result"]])
-
-    def _live_view(self, bundle: str, number: int) -> pn.viewable.Viewable:
-        """The game as it unfolds: the last finished round's guesses, with its target and the
-        equilibrium, and every round's mean so far (read once per round, from the round's
-        own files and the run's events)."""
-        try:
-            plot = plots.histogram(Bundle.open(bundle), number).opts(**RESULT_SIZE)
-        except WorkbenchError as exc:
-            return _alert(_error_text(exc), True, CSS["live"])
-        means = [f"{m:.2f}" for m in self.round_stats["mean"].dropna()]
-        return pn.Column(
-            pn.pane.Markdown(f"### Round {number} of {self.rounds_total}, as it was played"),
-            pn.pane.HoloViews(plot),
-            pn.pane.Markdown(f"Round means so far: {md(', '.join(means))}"),
-            css_classes=[CSS["live"]],
-        )
 
 
 def _settings_title(open_: bool) -> str:
