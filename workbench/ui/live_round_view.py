@@ -81,8 +81,8 @@ def live_view(
     return pn.Column(
         pn.pane.Markdown(f"### {md(title)}"),
         pn.pane.HoloViews(plot.opts(**size)),
-        pn.pane.Markdown(md(caption)),
-        pn.pane.Markdown(f"Round means so far: {md(shown)}"),
+        pn.pane.Markdown(md(caption), width=size["width"]),  # wrapped beside the tables
+        pn.pane.Markdown(f"Round means so far: {md(shown)}", width=size["width"]),
         css_classes=[css],
     )
 
