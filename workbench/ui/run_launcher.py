@@ -43,6 +43,7 @@ from workbench.runs.status import (
     launches,
     running_bundles,
 )
+from workbench.ui.estimate_view import run_estimate
 from workbench.ui.launch_settings import LaunchSettings, quickstart_population
 from workbench.ui.live_round_view import LiveRounds, live_view
 from workbench.ui.notices import notice
@@ -66,6 +67,7 @@ CSS = {
     "check": "wb-launcher-check",
     "message": "wb-launcher-message",
     "check_message": "wb-launcher-check-message",
+    "estimate": "wb-launcher-estimate",
     "status": "wb-launcher-status",
     "error": "wb-launcher-error",
     "shards": "wb-launcher-shards",
@@ -131,6 +133,10 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
     # ---- outputs ----------------------------------------------------------------------------
     check_message = param.String("", doc="output: the Check button's verdict")
     check_failed = param.Boolean(False, doc="output: check_message is an error")
+    estimate = param.String(
+        "", doc="output: Check's estimate of the run's cost, escaped Markdown ('' without a model)"
+    )
+    estimate_failed = param.Boolean(False, doc="output: estimate says why it could not be made")
     busy = param.Boolean(False, doc="output: a launch or a check is under way")
     launch_id = param.String(None, allow_None=True, doc="output: the followed launch's id")
     bundle = param.String(None, allow_None=True, doc="output: the followed run's bundle path")
@@ -233,14 +239,16 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         )
 
     def check(self) -> bool:
-        """Check the model as a run would (blocking); the verdict in `check_message`."""
+        """Check the model as a run would and estimate the run's cost (blocking); the verdict
+        in `check_message`, the estimate in `estimate`."""
         config = self._config_or_message()
         if config is None:
             return False
         return self._checked(_check(config))
 
     async def acheck(self) -> bool:
-        """`check()` in a thread: the page stays live while an endpoint is asked."""
+        """`check()` in a thread: the page stays live while an endpoint is asked and the
+        estimate walks round 1 on the model."""
         config = self._config_or_message()
         if config is None:
             return False
@@ -251,10 +259,11 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             self.busy = False
         return self._checked(verdict)
 
-    def _checked(self, verdict: tuple[bool, str]) -> bool:
-        ok, text = verdict
+    def _checked(self, verdict: tuple[bool, str, str, bool]) -> bool:
+        ok, text, estimate, estimate_failed = verdict
         with param.parameterized.batch_call_watchers(self):
             self.check_message, self.check_failed = text, not ok
+            self.estimate, self.estimate_failed = estimate, estimate_failed
         return ok
 
     def cancel_run(self) -> bool:
@@ -444,6 +453,11 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             pn.bind(
                 _alert, self.param.check_message, self.param.check_failed, CSS["check_message"]
             ),
+            pn.bind(
+                lambda text, failed: notice(text, "danger" if failed else "info", CSS["estimate"]),
+                self.param.estimate,
+                self.param.estimate_failed,
+            ),
             pn.bind(_alert, self.param.problem, True, CSS["problem"]),
             pn.bind(_error_alert, self.param.error, self.param.status),
             settings,
@@ -539,12 +553,14 @@ def _error_text(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, WorkbenchError) else f"{type(exc).__name__}: {exc}"
 
 
-def _check(config: RunConfig) -> tuple[bool, str]:
-    """(ok, what was checked or why it failed) for a config's model."""
+def _check(config: RunConfig) -> tuple[bool, str, str, bool]:
+    """(ok, what was checked or why it failed) for a config's model, then, when it answers,
+    (the run's estimate as escaped Markdown, whether estimating failed)."""
     try:
-        return True, check_model(config)
+        checked = check_model(config)
     except PAGE_ERRORS as exc:
-        return False, _error_text(exc)
+        return False, _error_text(exc), "", False
+    return (True, checked, *run_estimate(config))
 
 
 def _alert(text: str, failed: bool, css: str) -> pn.viewable.Viewable:
