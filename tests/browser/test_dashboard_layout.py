@@ -95,6 +95,18 @@ def test_messages_and_alerts_are_at_aa_contrast(watched: Watched, dashboard: Ser
     low = [(text, round(ratio, 2)) for text, ratio in measured if ratio < AA]
     assert low == [], f"below WCAG AA ({AA}:1): {low}"
     fill(launcher, "Ratio p", "2/3")
+    watched.until(lambda: not problem.is_visible(), "the problem to clear")
+    # Check: the model answers, and the run's cost before it runs (the CLI's --estimate)
+    fill(launcher, "Threads", 1)
+    launcher.locator(".wb-launcher-check").get_by_role("button").click()
+    estimate = launcher.locator(".wb-launcher-estimate")
+    estimate.get_by_text("s in all").wait_for(timeout=RUN_TIMEOUT_MS)
+    text = deep_text(estimate)
+    assert "50 agents, distribution mode" in text and "at most" in text, text
+    assert len(estimate.locator("tbody tr").all()) == 1, text  # the form's one round
+    low = [(t, round(r, 2)) for t, r in contrasts(estimate) if r < AA]
+    assert low == [], f"below WCAG AA ({AA}:1): {low}"
+    viewport_shot(watched, "run-tab-estimate")
     watched.assert_no_errors()
 
 

@@ -373,8 +373,8 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             return
         try:
             so_far = self._live_rounds.poll(state.bundle, number)
-        except WorkbenchError:
-            return  # a part that cannot be read: the finished round shows as before
+        except PAGE_ERRORS:
+            return  # a part or folder that cannot be read: the finished round shows as before
         if so_far is not self.round_so_far:
             self.round_so_far = so_far
 
