@@ -36,7 +36,8 @@ def finished(tmp_path_factory: pytest.TempPathFactory, education_spec) -> Bundle
     return Simulation(config).run(out_dir=out, progress=False)
 
 
-def test_each_shards_part_file_lands_before_its_round_ends(make_config, tmp_path: Path) -> None:
+def parts_at_done(sim: Simulation, out_dir: Path) -> list[tuple[int, int, bool, int]]:
+    """(round, shard, its part file is there, rounds ended) at each shard's "done" event."""
     seen: list[tuple[int, int, bool, int]] = []
     bundle: list[Path] = []
 
@@ -48,10 +49,28 @@ def test_each_shards_part_file_lands_before_its_round_ends(make_config, tmp_path
             rounds = Bundle.open(bundle[0]).rounds_count
             seen.append((event.round, event.shard, path.is_file(), rounds))
 
+    sim.run(out_dir=out_dir, progress=False, on_event=on_event)
+    return sorted(seen)
+
+
+def test_each_shards_part_file_lands_before_its_round_ends(make_config, tmp_path: Path) -> None:
     config = make_config(n_agents=12, rounds=2, agents_per_shard=4)
-    Simulation(config).run(out_dir=tmp_path, progress=False, on_event=on_event)
     # every shard's part is on disk when its "done" arrives, while its round is still open
-    assert sorted(seen) == [(r, s, True, r - 1) for r in (1, 2) for s in range(3)]
+    expected = [(r, s, True, r - 1) for r in (1, 2) for s in range(3)]
+    assert parts_at_done(Simulation(config), tmp_path) == expected
+
+
+@pytest.mark.ray
+def test_a_ray_shards_part_file_lands_before_its_round_ends(
+    ray_cluster, make_config, tmp_path: Path
+) -> None:
+    from workbench.config import BackendSpec
+
+    config = make_config(n_agents=8, rounds=2, agents_per_shard=4)
+    backend = BackendSpec(kind="ray", address=ray_cluster.address, agents_per_shard=4)
+    sim = Simulation(config.model_copy(update={"backend": backend}))
+    expected = [(r, s, True, r - 1) for r in (1, 2) for s in range(2)]
+    assert parts_at_done(sim, tmp_path) == expected
 
 
 def test_the_reader_adds_parts_one_by_one_up_to_the_finished_round(
