@@ -4,11 +4,12 @@ scrolling, and every message readable (WCAG AA contrast, measured in the rendere
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
 from browser_pages import SCREENSHOTS, Watched, deep_text
-from dashboard_pages import RUN_TIMEOUT_MS, choose, fill, run_tab, status_text
+from dashboard_pages import RUN_TIMEOUT_MS, fill, run_tab, status_text
 from playwright.sync_api import Locator
 from served import Served
 
@@ -16,6 +17,14 @@ pytestmark = pytest.mark.slow
 
 LAPTOP = {"width": 1400, "height": 900}
 AA = 4.5
+ROUNDS = 3
+"""Rounds of the layout test's run: the embedded model, five shards (round 1 is mostly the
+model's memo filling; later rounds land a shard every second or so)."""
+IN_PLAY = re.compile(
+    r"Round (?P<round>\d+) of \d+: (?P<shards>\d+) of (?P<of>\d+) shards in, "
+    r"(?P<answers>[\d,]+) answers?"
+)
+"""The live pane's title while a round is in play."""
 """WCAG 2 AA: normal text at 4.5:1 or more against its ground."""
 
 CONTRAST_JS = """
@@ -86,6 +95,18 @@ def test_messages_and_alerts_are_at_aa_contrast(watched: Watched, dashboard: Ser
     low = [(text, round(ratio, 2)) for text, ratio in measured if ratio < AA]
     assert low == [], f"below WCAG AA ({AA}:1): {low}"
     fill(launcher, "Ratio p", "2/3")
+    watched.until(lambda: not problem.is_visible(), "the problem to clear")
+    # Check: the model answers, and the run's cost before it runs (the CLI's --estimate)
+    fill(launcher, "Threads", 1)
+    launcher.locator(".wb-launcher-check").get_by_role("button").click()
+    estimate = launcher.locator(".wb-launcher-estimate")
+    estimate.get_by_text("s in all").wait_for(timeout=RUN_TIMEOUT_MS)
+    text = deep_text(estimate)
+    assert "50 agents, distribution mode" in text and "at most" in text, text
+    assert len(estimate.locator("tbody tr").all()) == 1, text  # the form's one round
+    low = [(t, round(r, 2)) for t, r in contrasts(estimate) if r < AA]
+    assert low == [], f"below WCAG AA ({AA}:1): {low}"
+    viewport_shot(watched, "run-tab-estimate")
     watched.assert_no_errors()
 
 
@@ -99,9 +120,10 @@ def test_run_and_its_progress_are_above_the_fold_at_1400x900(
     assert in_view(launcher.get_by_label("Rounds", exact=True))  # the settings unfolded
     viewport_shot(watched, "run-tab-before")
 
-    choose(launcher, "Policy", "random")
-    fill(launcher, "Latency (s)", 1)
-    fill(launcher, "Rounds", 6)
+    # the embedded model (the form's default): its shards land at different times
+    fill(launcher, "Threads", 1)  # one thread: two spin against each other on 2 busy cores
+    fill(launcher, "Agents per shard", 10)  # 50 agents: five shards
+    fill(launcher, "Rounds", ROUNDS)
     run.get_by_role("button").click()
     watched.until(lambda: "running" in status_text(launcher), "the run to start",
                   RUN_TIMEOUT_MS)  # fmt: skip
@@ -112,12 +134,30 @@ def test_run_and_its_progress_are_above_the_fold_at_1400x900(
                  launcher.locator(".wb-launcher-shards")):  # fmt: skip
         assert in_view(part), deep_text(part)[:80]
     viewport_shot(watched, "run-tab-during")
-    # the game as it unfolds: the last finished round's histogram and the means so far
+    # the game as it unfolds: between rounds, the finished round as it was played ...
     live = launcher.locator(".wb-launcher-live")
     live.get_by_text("as it was played").wait_for(timeout=RUN_TIMEOUT_MS)
     live.locator("canvas").first.wait_for()
     assert "Round means so far: " in deep_text(live) and in_view(live.locator("canvas").first)
-    viewport_shot(watched, "run-tab-live")
+    # ... and the next round in play as its shards come in, with the target so far
+    seen: list[tuple[re.Match[str], str]] = []
+
+    def in_play() -> bool:
+        """The pane shows a round with fewer shards in than the run has."""
+        text = deep_text(live) if live.count() else ""
+        found = IN_PLAY.search(text)
+        if found is None or int(found["shards"]) >= int(found["of"]):
+            return False
+        viewport_shot(watched, "run-tab-live")  # as it was seen
+        seen.append((found, text))
+        return True
+
+    watched.until(in_play, "a round in play with some of its shards in", RUN_TIMEOUT_MS)
+    ((found, text),) = seen
+    assert int(found["round"]) >= 2 and int(found["of"]) == 5, found[0]
+    assert int(found["answers"].replace(",", "")) == 10 * int(found["shards"]), found[0]
+    assert "target so far" in text and "Round means so far: " in text, text
+    assert in_view(live.locator("canvas").first)
 
     watched.until(lambda: "complete" in status_text(launcher), "the run to complete",
                   RUN_TIMEOUT_MS)  # fmt: skip
@@ -133,7 +173,7 @@ def test_run_and_its_progress_are_above_the_fold_at_1400x900(
     first_row = recent.locator(".tabulator-row").first
     watched.until(lambda: "complete" in deep_text(first_row), "the launch row to say complete",
                   RUN_TIMEOUT_MS)  # fmt: skip
-    assert "6/6" in deep_text(first_row)
+    assert f"{ROUNDS}/{ROUNDS}" in deep_text(first_row)
     page_box, table_box = launcher.bounding_box(), recent.bounding_box()
     assert page_box is not None and table_box is not None
     assert table_box["width"] >= 0.9 * page_box["width"], (table_box, page_box)
@@ -142,5 +182,5 @@ def test_run_and_its_progress_are_above_the_fold_at_1400x900(
 
     launcher.locator(".wb-launcher-settings .card-header").first.click()  # unfold them again
     launcher.get_by_label("Rounds", exact=True).wait_for()
-    assert launcher.get_by_label("Latency (s)", exact=True).input_value() == "1"
+    assert launcher.get_by_label("Agents per shard", exact=True).input_value() == "10"
     watched.assert_no_errors()

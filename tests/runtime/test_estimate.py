@@ -29,11 +29,8 @@ def test_distinct_prefix_tokens_counts_each_shared_prefix_once() -> None:
     assert distinct_prefix_tokens([]) == 0
 
 
-def test_the_estimate_matches_the_run_it_estimates(embedded_model, make_config, tmp_path) -> None:
-    config = make_config(policy={"kind": "llm"}, n_agents=500, rounds=3, agents_per_shard=500)
-    estimate = Simulation(config, model=embedded_model).estimate()
-    assert estimate.mode == "distribution mode" and estimate.rates["s_per_token"] > 0
-    sim = Simulation(config, model=embedded_model)
+def run_counts(sim: Simulation, out_dir) -> list[dict[str, int]]:
+    """What distribution mode did in each round of the run (the policy's counts)."""
     actual: list[dict[str, int]] = []
     before: dict[str, int] = {}
 
@@ -44,7 +41,12 @@ def test_the_estimate_matches_the_run_it_estimates(embedded_model, make_config, 
         actual.append({k: v - before.get(k, 0) for k, v in totals.items()})
         before.update(totals)
 
-    sim.run(out_dir=tmp_path, progress=False, on_round=count)
+    sim.run(out_dir=out_dir, progress=False, on_round=count)
+    return actual
+
+
+def assert_estimated(estimate, actual: list[dict[str, int]]) -> None:
+    """Round 1's prompts counted, its nodes an expectation; later rounds within FACTOR."""
     rows = estimate.table().to_dict("records")
     print([(r["prompts"], r["nodes"]) for r in rows], [(a["prompts"], a["nodes"]) for a in actual])
     first, *later = zip(rows, actual, strict=True)
@@ -55,6 +57,38 @@ def test_the_estimate_matches_the_run_it_estimates(embedded_model, make_config, 
         for key in ("prompts", "nodes"):
             ratio = row[key] / done[key]
             assert 1 / FACTOR <= ratio <= FACTOR, f"round {row['round']} {key}: {ratio:.2f}x"
+
+
+def test_the_estimate_matches_the_run_it_estimates(embedded_model, make_config, tmp_path) -> None:
+    config = make_config(policy={"kind": "llm"}, n_agents=500, rounds=3, agents_per_shard=500)
+    estimate = Simulation(config, model=embedded_model).estimate()
+    assert estimate.mode == "distribution mode" and estimate.rates["s_per_token"] > 0
+    actual = run_counts(Simulation(config, model=embedded_model), tmp_path)
+    assert_estimated(estimate, actual)
+
+
+def test_a_mixed_population_is_estimated_share_by_share(make_config, tmp_path) -> None:
+    """Two models (the embedded model at two temperatures) share the agents: each share is
+    estimated on its own model and the rounds summed; the run's counts are both models'."""
+    config = make_config(policy={"kind": "llm"}, n_agents=200, rounds=2, agents_per_shard=200)
+    data = config.model_dump(mode="json") | {
+        "models": {
+            "cold": {"temperature": 0.5, "n_threads": 1},
+            "hot": {"temperature": 1.5, "n_threads": 1},
+        },
+        "model_shares": {"cold": "1/4", "hot": "3/4"},
+    }
+    data["game"].pop("group_by", None)
+    config = type(config).model_validate(data)
+    estimate = Simulation(config).estimate()
+    assert estimate.mode == "2 models (cold, hot): distribution mode"
+    assert estimate.n_agents == 200 and estimate.seconds > 0
+    assert {k for k, v in estimate.rates.items() if v > 0} == {
+        f"{m} {r}" for m in ("cold", "hot") for r in ("s_per_token", "s_per_node")
+    }
+    sim = Simulation(config)
+    assert sim.personas["model"].value_counts().to_dict() == {"hot": 150, "cold": 50}
+    assert_estimated(estimate, run_counts(sim, tmp_path))
 
 
 def test_the_guardrail_refuses_a_run_above_its_limit(embedded_model, make_config, tmp_path):

@@ -17,11 +17,13 @@ import panel as pn
 import pytest
 from cli_helpers import workbench
 from fake_openai import FakeServer
-from pane_text import shown_text
+from pane_text import live_markup, markup, shown_text
 from ports import free_port
 
 from workbench.config import ModelSpec, PopulationSpec, load_run_config
+from workbench.errors import ModelError
 from workbench.results import Bundle
+from workbench.runs.launcher import estimate_launch
 from workbench.runs.records import LAUNCHES_DIR
 from workbench.runs.status import wait_for
 from workbench.ui import PopulationEditor
@@ -173,6 +175,52 @@ def test_an_unreachable_endpoint_shows_before_anything_starts(launch_results_dir
         assert asyncio.run(launcher.acheck())
         assert launcher.check_message == f"reachable: {server.url} serve m"
         assert not launcher.check_failed
+
+
+def estimate_pane(launcher: RunLauncher) -> pn.pane.Markdown:
+    view = launcher.__panel__()
+    view.get_root()
+    (pane,) = [m for m in view.select(pn.pane.Markdown) if CSS["estimate"] in m.css_classes]
+    return pane
+
+
+def test_check_shows_the_runs_estimate_in_the_page(
+    launch_results_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values = {"game.rounds": 3, "model.n_threads": 1}
+    launcher = RunLauncher(results_dir=str(launch_results_dir), n_agents=40, values=values)
+    assert asyncio.run(launcher.acheck()) and not launcher.busy
+    assert "embedded model" in launcher.check_message and not launcher.estimate_failed
+    expected = estimate_launch(launcher.config())  # the CLI's --estimate, computed again
+    rows = [  # the page's table, cells unescaped
+        [cell.strip().replace("\\", "") for cell in line.strip("| ").split(" | ")]
+        for line in launcher.estimate.splitlines()
+        if line.startswith("| ") and not line.startswith("| round")
+    ]
+    counts = ["round", "prompts", "prompts_bound", "tokens", "nodes"]
+    assert [[int(c.replace(",", "")) for c in row[:5]] for row in rows] == [
+        [getattr(r, name) for name in counts] for r in expected.rounds
+    ]
+    assert all(float(row[5].replace(",", "")) > 0 for row in rows)  # seconds, measured
+    text = shown_text(estimate_pane(launcher))
+    assert "40 agents, distribution mode" in text and "s in all" in text
+    assert not launch_results_dir.exists()  # checked and estimated: nothing started
+
+    # a baseline policy asks no model: no estimate
+    launcher.set(**{"policy.kind": "random"})
+    assert launcher.check() and launcher.estimate == ""
+    assert not estimate_pane(launcher).visible
+
+    # an estimate that fails says why, escaped
+    def broken(config: object) -> None:
+        raise ModelError("<img src=x onerror=alert(1)> [x](javascript:alert(1)) broke")
+
+    monkeypatch.setattr("workbench.ui.estimate_view.estimate_launch", broken)
+    launcher.set(**{"policy.kind": "llm"})
+    assert launcher.check() and launcher.estimate_failed
+    pane = estimate_pane(launcher)
+    assert "could not estimate the run: <img src=x onerror=alert(1)>" in shown_text(pane)
+    assert [f for _, f in markup(pane) if live_markup(f)] == []
 
 
 def test_a_run_fills_in_its_tables_and_shows_its_result(launch_results_dir: Path) -> None:

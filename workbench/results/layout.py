@@ -235,14 +235,15 @@ def file_rows(path: str | Path) -> int:
     return pq.ParquetFile(path).metadata.num_rows
 
 
-def read_parquet(path: Path) -> pa.Table:
-    """Read a Parquet file; BundleError naming the file when it is missing, a link or corrupt."""
+def read_parquet(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """Read a Parquet file (only `columns`, when given); BundleError naming the file when it is
+    missing, a link or corrupt, or lacks one of `columns`."""
     if path.is_symlink():
         raise is_symlink_error(path)
     if not path.is_file():
         raise BundleError(f"{path}: missing from the bundle")
     try:
-        return pq.read_table(path)
+        return pq.read_table(path, columns=columns)
     except (pa.ArrowException, OSError) as exc:
         raise BundleError(f"{path}: not a readable Parquet file ({exc})") from None
 

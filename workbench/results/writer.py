@@ -312,13 +312,7 @@ class BundleWriter:
             raise BundleError(f"{bundle.path}: already complete; nothing to resume")
         self._rounds = [dict(r) for r in bundle.rounds_done]
         done = {int(r["round"]) for r in self._rounds}
-        for kept in (RESPONSES_DIR, EXACT_DIR):
-            base = self._path / kept
-            for folder in base.iterdir() if base.is_dir() else []:
-                if is_round_dir(folder) and round_of_dir(folder) not in done:
-                    for part in folder.iterdir():
-                        part.unlink()
-                    folder.rmdir()
+        self._drop_open_rounds()
         # rounds.parquet and groups.parquet may hold a round the manifest never recorded
         _write_parquet(self._path / ROUNDS_FILE, rounds_table(self._rounds))
         groups = self._path / GROUPS_FILE
@@ -340,6 +334,18 @@ class BundleWriter:
             manifest["exact"] = {**exact, "rounds": [r for r in exact["rounds"] if r in done]}
         self._manifest = manifest
         self._write_manifest()
+
+    def _drop_open_rounds(self) -> None:
+        """Remove the part files of rounds that never ended: each shard's part lands as the
+        shard ends (a live reader watches the round fill), but a round is kept only whole."""
+        done = {int(r["round"]) for r in self._rounds}
+        for kept in (RESPONSES_DIR, EXACT_DIR):
+            base = self._path / kept
+            for folder in base.iterdir() if base.is_dir() else []:
+                if is_round_dir(folder) and round_of_dir(folder) not in done:
+                    for part in folder.iterdir():
+                        part.unlink()
+                    folder.rmdir()
 
     def _drop_partial_event(self) -> None:
         """Cut a half-written last line (a killed process) off events.jsonl before appending."""
@@ -546,9 +552,12 @@ class BundleWriter:
 
     def end(self, error: BaseException | None, event: Mapping[str, Any] | None = None) -> None:
         """Finish a run that ended with `error` (None: it completed) as `final_status` says,
-        `event` its last event; a failure to finish never hides `error` (it becomes a note)."""
+        `event` its last event; a failure to finish never hides `error` (it becomes a note).
+        A run that did not complete keeps no part file of the round it was playing."""
         status = final_status(error)
         try:
+            if error is not None:
+                self._drop_open_rounds()
             self.finish(status, error=None if error is None else one_line(error), event=event)
         except Exception as finish_exc:
             if error is None:

@@ -34,6 +34,7 @@ from workbench.results import new_run_id
 from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
 from workbench.runs.records import CONFIG_FILE, EXIT_FILE, LAUNCHES_DIR, LOG_FILE, Launch
 from workbench.runtime.blocking import run_blocking
+from workbench.runtime.estimate import RunEstimate
 from workbench.runtime.simulation import Simulation
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "MAX_LIVE_LAUNCHES",
     "check_limits",
     "check_model",
+    "estimate_launch",
     "launch",
     "run_coroutine",
     "validate_launch",
@@ -73,6 +75,18 @@ def check_model(config: RunConfig) -> str:
     if spec.kind == "vllm":
         return f"vLLM engine {spec.name} (loaded in the run's process)"
     return f"embedded model {spec.path or 'SmolLM2-135M (shipped)'} found"
+
+
+def estimate_launch(config: RunConfig) -> RunEstimate:
+    """What a launch of `config` would cost (`workbench run CONFIG --estimate`): its model
+    checked and loaded in this process, round 1's distinct prompts walked on it; blocking.
+    The model is closed after (a page must not keep an engine it does not run)."""
+    sim = Simulation(config)
+    try:
+        return sim.estimate()
+    finally:
+        if sim.model is not None:
+            sim.model.close()
 
 
 def check_limits(

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from workbench.agents.shard import AgentShard, RoundContext
     from workbench.config import RunConfig
     from workbench.llm.chat_model import ChatModel
-    from workbench.runtime.progress import Emit
+    from workbench.runtime.progress import Emit, ShardSink
 
 
 @runtime_checkable
@@ -25,6 +25,10 @@ class Backend(Protocol):
     name: str
     run_id: str | None
     """The run it plays, set by the Simulation once the bundle exists (Ray names actors by it)."""
+    shard_sink: ShardSink | None
+    """Set by the Simulation: awaited with each shard's decisions as soon as that shard is done
+    (its part file is written there); shards a backend never hands over are written with the
+    round."""
 
     async def node_count(self) -> int:
         """Nodes the shards are spread over (sizes the shards)."""

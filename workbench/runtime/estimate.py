@@ -15,6 +15,10 @@ exact probability, the chance each trie node is reached, and the model's rates m
   header) and the seconds; beside it the bound, no more distinct prompts than agents, nor than
   each round-1 prompt's agents times its answers to the power of the rounds before.
 
+A mixed population (`models`) is estimated share by share: each model's agents on that model,
+with its own settings, in the whole population's game (its distinct prompts are the run's for
+that model, as the run groups prompts by model too); the rounds are summed.
+
 One generation per agent (`sampling: server`, free text) costs one request per agent and round
 (two with the extraction call always made), at the rate of two requests timed here. The walk
 costs about what round 1 costs, and its scored nodes stay in the model's memo (the same logits
@@ -35,9 +39,9 @@ from workbench.agents.factory import make_policy
 from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import LLMPolicySpec, RunConfig
-from workbench.errors import ConfigError
 from workbench.llm.chat_model import ChatModel
 from workbench.llm.distribution.exact import ExactWalk
+from workbench.llm.mix import ModelMix
 from workbench.population import prompt_note
 from workbench.runtime.prompt_walks import common_prefix, distinct_prefix_tokens, walk_prompts
 
@@ -98,33 +102,68 @@ async def estimate_run(
     config: RunConfig, model: ChatModel | None, personas: pd.DataFrame
 ) -> RunEstimate:
     """The run's estimated cost (see the module): `config` resolved and checked, `model` the
-    one its LLM agents use, `personas` its agents; ConfigError for a mixed population."""
+    one its LLM agents use (a `ModelMix` for a mixed population), `personas` its agents."""
     cfg = config
     n, rounds = cfg.n_agents, cfg.game.rounds
     if not isinstance(cfg.policy, LLMPolicySpec):
         zero = tuple(RoundEstimate(r, 0, 0, 0, 0, 0.0) for r in range(1, rounds + 1))
         return RunEstimate("no model (a baseline policy)", n, {}, zero)
-    if cfg.models:
-        raise ConfigError(
-            "models: --estimate covers one model; estimate each model's share as its own "
-            "config (model: that model, n_agents: its share)"
-        )
     assert model is not None
     await model.check()
     model.load()  # loading is not part of any rate
+    first = RoundContext(1, cfg.seed, cfg.game, n, (), prompt_note(cfg))
+    if not cfg.models:
+        return await _estimate(cfg, model, personas, first)
+    assert isinstance(model, ModelMix)
+    shares = {}
+    for name, spec in cfg.models.items():
+        mine = personas[personas["model"] == name].reset_index(drop=True)
+        if len(mine):  # the run asks this model with its own settings (`ModelMix`)
+            own = spec.model_copy(update={"constrained": cfg.model.constrained})
+            alone = cfg.model_copy(update={"model": own, "models": {}, "model_shares": {}})
+            shares[name] = await _estimate(alone, model.models[name][0], mine, first)
+    return _summed(shares, n)
+
+
+async def _estimate(
+    cfg: RunConfig, model: ChatModel, personas: pd.DataFrame, first: RoundContext
+) -> RunEstimate:
+    """The estimate of `personas` (all agents, or one model's share) asking `model` in a game
+    of `first.n_players`."""
     policy = make_policy(cfg, model)
     assert isinstance(policy, LLMPolicy)
-    note = prompt_note(cfg)
-    shard = AgentShard(0, personas, rounds)
-    first = RoundContext(1, cfg.seed, cfg.game, n, (), note)
+    shard = AgentShard(0, personas, cfg.game.rounds)
     if not policy.distribution:
         return await _per_agent(policy, shard, first)
     return await _distribution(policy, shard, first)
 
 
+def _summed(shares: dict[str, RunEstimate], n: int) -> RunEstimate:
+    """A mixed population's estimate: each model's share estimated on its own model (its
+    agents' distinct prompts are the run's for that model: prompts are grouped by model too),
+    summed per round. The seconds add up as the shares' costs on one machine; models served
+    from their own servers answer at once, so there the total is an upper estimate."""
+    modes = sorted({e.mode for e in shares.values()})
+    how = modes[0] if len(modes) == 1 else "; ".join(f"{k} {e.mode}" for k, e in shares.items())
+    mode = f"{len(shares)} models ({', '.join(shares)}): {how}"
+    rates = {f"{name} {k}": v for name, e in shares.items() for k, v in e.rates.items()}
+    rows = tuple(
+        RoundEstimate(
+            same[0].round,
+            sum(r.prompts for r in same),
+            sum(r.prompts_bound for r in same),
+            sum(r.tokens for r in same),
+            sum(r.nodes for r in same),
+            sum(r.seconds for r in same),
+        )
+        for same in zip(*(e.rounds for e in shares.values()), strict=True)
+    )
+    return RunEstimate(mode, n, rates, rows)
+
+
 async def _per_agent(policy: LLMPolicy, shard: AgentShard, first: RoundContext) -> RunEstimate:
     """One request per agent and round, at the rate of two requests timed here."""
-    n, rounds = first.n_players, shard.rounds
+    n, rounds = len(shard), shard.rounds
     sample = policy.requests(shard, first, rows=np.arange(min(2, len(shard.agent_ids))))
     start = time.perf_counter()
     await policy.model.generate(sample, policy.params)
@@ -139,7 +178,7 @@ async def _per_agent(policy: LLMPolicy, shard: AgentShard, first: RoundContext) 
 
 async def _distribution(policy: LLMPolicy, shard: AgentShard, first: RoundContext) -> RunEstimate:
     """Round 1 counted and walked exactly; later rounds from histories drawn as in round 1."""
-    n, rounds = first.n_players, shard.rounds
+    n, rounds = len(shard), shard.rounds
     found = await walk_prompts(policy, shard, first)
     firsts, sizes, tokens, walks = found.firsts, found.sizes, found.tokens, found.walks
     order = found.order

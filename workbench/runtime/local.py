@@ -18,7 +18,7 @@ from workbench.errors import ContractError
 from workbench.llm.base import BatchProgress, track_progress
 from workbench.llm.chat_model import ChatModel
 from workbench.runtime.events import ShardProgress, rss_bytes, shard_done
-from workbench.runtime.progress import PROGRESS_EVERY_S, Emit, progress_reports
+from workbench.runtime.progress import PROGRESS_EVERY_S, Emit, ShardSink, progress_reports
 
 
 async def play_shard(shard: AgentShard, policy: Policy, ctx: RoundContext) -> pa.Table:
@@ -57,6 +57,7 @@ class LocalBackend:
         self.shards: list[AgentShard] = []
         self.policy: Policy | None = policy
         self.run_id: str | None = None
+        self.shard_sink: ShardSink | None = None
 
     async def node_count(self) -> int:
         """One node: this process."""
@@ -93,6 +94,8 @@ class LocalBackend:
                     table = await play_shard(shard, policy, ctx)
             finally:
                 playing.pop(shard.index, None)
+            if self.shard_sink is not None:
+                await self.shard_sink(ctx.round, shard.index, table)
             if emit is not None:
                 seconds = time.perf_counter() - start
                 emit(shard_done(table, ctx.round, shard.index, seconds, node="local"))

@@ -17,6 +17,11 @@ from workbench.runtime.events import Event, ShardProgress
 Emit = Callable[[Event], None]
 """Where a backend sends its events (shard progress): the Simulation's event bus."""
 
+ShardSink = Callable[[int, int, Any], Awaitable[None]]
+"""Where a backend hands one shard's decisions (round, shard, Arrow table) the moment that shard
+is done, before its "done" progress: the Simulation writes the shard's part file there, so a
+reader of the bundle sees the round fill shard by shard."""
+
 PROGRESS_EVERY_S = 1.0
 """How often a backend reports the progress of shards still playing a round."""
 

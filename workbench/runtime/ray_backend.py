@@ -47,7 +47,7 @@ from workbench.runtime.model_actors import (
     plan_engines,
     resolve_placement,
 )
-from workbench.runtime.progress import PROGRESS_EVERY_S, Emit, progress_reports
+from workbench.runtime.progress import PROGRESS_EVERY_S, Emit, ShardSink, progress_reports
 
 LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 """Set to 0 before Ray is imported, Ray binds a single-machine cluster to 127.0.0.1."""
@@ -278,6 +278,9 @@ class RayBackend:
         self.run_id: str | None = None
         """The run these shards play (the Simulation sets it before `start`): the shard actors
         are then named `actor_name(run_id, i)` in NAMESPACE; None leaves them unnamed."""
+        self.shard_sink: ShardSink | None = None
+        """Where each shard's decisions go as soon as its actor returns them (the Simulation
+        writes its part file)."""
 
     async def node_count(self) -> int:
         """Alive nodes of the cluster (connecting to it, once per process)."""
@@ -433,6 +436,8 @@ class RayBackend:
                 emit(ShardProgress(round=ctx.round, shard=index, agents=len(shard)))
             try:
                 table, progress = await self.actors[index].play.remote(ctx)
+                if self.shard_sink is not None:
+                    await self.shard_sink(ctx.round, index, table)
                 if emit is not None:
                     event = event_from_dict(progress)
                     if event is not None:

@@ -385,6 +385,13 @@ class Simulation:
             await backend.close()
             raise
         backend.run_id = writer.run_id  # the Ray backend names its actors after the run
+        written: set[tuple[int, int]] = set()  # (round, shard) parts written as shards finished
+
+        async def write_shard(number: int, shard: int, table: pa.Table) -> None:
+            await asyncio.to_thread(writer.write_responses, number, shard, table)
+            written.add((number, shard))
+
+        backend.shard_sink = write_shard  # a live reader sees each round fill shard by shard
         served = any(spec.kind == "openai" for spec in (cfg.model, *cfg.models.values()))
         bar = RoundBar(cfg.game.rounds, writer.run_id, initial=len(targets)) if progress else None
         listeners = EventBus([s for s in (self.events.emit, on_event, bar) if s is not None])
@@ -423,7 +430,9 @@ class Simulation:
                     described = backend.describe()
                     writer.record(backend=described)
                 check_failures(tables, number, cfg.max_failed_share, writer.path, served)
-                stats, seconds = await self._store_round(writer, number, tables, group_codes, start)
+                stats, seconds = await self._store_round(
+                    writer, number, tables, group_codes, start, written
+                )
                 if cfg.output.exact_distributions and model is not None:
                     await store_exact(writer, model, number)
                 targets.append(stats.target)
@@ -464,11 +473,14 @@ class Simulation:
         tables: list[pa.Table],
         group_codes: tuple[np.ndarray, list[str]] | None,
         start: float,
+        written: set[tuple[int, int]],
     ) -> tuple[RoundStats, float]:
-        """Write the shards' tables and reduce them at once (Arrow releases the GIL)."""
+        """Write the shards' tables the backend did not hand over as they finished (`written`
+        holds those it did) and reduce them at once (Arrow releases the GIL)."""
         writes = (
             asyncio.to_thread(writer.write_responses, number, shard_index, table)
             for shard_index, table in enumerate(tables)
+            if (number, shard_index) not in written
         )
         reduced, *_ = await asyncio.gather(
             asyncio.to_thread(round_outcome, tables, self.config, group_codes), *writes

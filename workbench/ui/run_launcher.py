@@ -8,7 +8,8 @@ bundle's events on disk (`runs.follower.RunFollower`, reading only what was appe
 status from the one status function (`runs.status`), refreshed by a periodic callback when
 served or by `refresh()`: per shard, per round, the status a dead writer cannot fake. A new
 RunLauncher on the same results folder re-attaches to the newest live run, so a reloaded page or
-a restarted dashboard shows it again. A finished run shows its guesses by a persona column
+a restarted dashboard shows it again. While it plays, the round in play is drawn as its shards'
+part files land (`live_round_view`). A finished run shows its guesses by a persona column
 (`viz.plots`), and `finished_bundle` tells the page which bundle it was.
 """
 
@@ -29,6 +30,7 @@ from workbench.config import RunConfig
 from workbench.errors import WorkbenchError
 from workbench.results import Bundle
 from workbench.results.layout import MANIFEST
+from workbench.results.live_round import RoundSoFar
 from workbench.runs.cancelling import cancel
 from workbench.runs.follower import RunFollower
 from workbench.runs.launcher import check_model, launch
@@ -41,7 +43,9 @@ from workbench.runs.status import (
     launches,
     running_bundles,
 )
+from workbench.ui.estimate_view import run_estimate
 from workbench.ui.launch_settings import LaunchSettings, quickstart_population
+from workbench.ui.live_round_view import LiveRounds, live_view
 from workbench.ui.notices import notice
 from workbench.ui.run_tables import (
     LAUNCH_COLUMNS,
@@ -63,6 +67,7 @@ CSS = {
     "check": "wb-launcher-check",
     "message": "wb-launcher-message",
     "check_message": "wb-launcher-check-message",
+    "estimate": "wb-launcher-estimate",
     "status": "wb-launcher-status",
     "error": "wb-launcher-error",
     "shards": "wb-launcher-shards",
@@ -128,6 +133,10 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
     # ---- outputs ----------------------------------------------------------------------------
     check_message = param.String("", doc="output: the Check button's verdict")
     check_failed = param.Boolean(False, doc="output: check_message is an error")
+    estimate = param.String(
+        "", doc="output: Check's estimate of the run's cost, escaped Markdown ('' without a model)"
+    )
+    estimate_failed = param.Boolean(False, doc="output: estimate says why it could not be made")
     busy = param.Boolean(False, doc="output: a launch or a check is under way")
     launch_id = param.String(None, allow_None=True, doc="output: the followed launch's id")
     bundle = param.String(None, allow_None=True, doc="output: the followed run's bundle path")
@@ -156,6 +165,12 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
     finished_bundle = param.String(
         None, allow_None=True, doc="output: the bundle of the followed run once it completed"
     )
+    round_so_far = param.ClassSelector(
+        class_=RoundSoFar,
+        default=None,
+        allow_None=True,
+        doc="output: the round in play, from the part files its shards have written so far",
+    )
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -164,6 +179,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         self._state: LaunchState | None = None  # what the header shows (one status for all)
         self._listed_at = -math.inf
         self._callbacks: set[int] = set()
+        self._live_rounds = LiveRounds()
         self._reattach()
 
     # ---- actions ----------------------------------------------------------------------------
@@ -223,14 +239,16 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         )
 
     def check(self) -> bool:
-        """Check the model as a run would (blocking); the verdict in `check_message`."""
+        """Check the model as a run would and estimate the run's cost (blocking); the verdict
+        in `check_message`, the estimate in `estimate`."""
         config = self._config_or_message()
         if config is None:
             return False
         return self._checked(_check(config))
 
     async def acheck(self) -> bool:
-        """`check()` in a thread: the page stays live while an endpoint is asked."""
+        """`check()` in a thread: the page stays live while an endpoint is asked and the
+        estimate walks round 1 on the model."""
         config = self._config_or_message()
         if config is None:
             return False
@@ -241,10 +259,11 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             self.busy = False
         return self._checked(verdict)
 
-    def _checked(self, verdict: tuple[bool, str]) -> bool:
-        ok, text = verdict
+    def _checked(self, verdict: tuple[bool, str, str, bool]) -> bool:
+        ok, text, estimate, estimate_failed = verdict
         with param.parameterized.batch_call_watchers(self):
             self.check_message, self.check_failed = text, not ok
+            self.estimate, self.estimate_failed = estimate, estimate_failed
         return ok
 
     def cancel_run(self) -> bool:
@@ -279,6 +298,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             self.launch_id = self._launch.launch_id if self._launch else None
             self.bundle = str(self._follower.bundle) if self._follower else None
             self.status, self.error, self.rounds_done = "running", "", 0
+            self.round_so_far = None
             self.settings_open = False  # the run's progress comes up where the settings were
         self.refresh()
 
@@ -340,10 +360,23 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             self.error = state.error or ""
             self.rounds_done, self.rounds_total = state.rounds_done, state.rounds
             self.bundle = str(state.bundle) if state.bundle is not None else None
+            self._read_round(state)
         if state.status == "complete" and was != "complete" and state.bundle is not None:
             self.finished_bundle = str(state.bundle)
             if self.on_finished is not None:
                 self.on_finished(str(state.bundle))
+
+    def _read_round(self, state: LaunchState) -> None:
+        """The round in play so far (the part files that landed since the last tick only)."""
+        number = state.rounds_done + 1
+        if state.status not in LIVE or state.bundle is None or number > state.rounds:
+            return
+        try:
+            so_far = self._live_rounds.poll(state.bundle, number)
+        except PAGE_ERRORS:
+            return  # a part or folder that cannot be read: the finished round shows as before
+        if so_far is not self.round_so_far:
+            self.round_so_far = so_far
 
     def _set_frame(self, name: str, frame: pd.DataFrame) -> None:
         """Set a table param only when it changed: an unchanged table sends nothing."""
@@ -420,6 +453,11 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             pn.bind(
                 _alert, self.param.check_message, self.param.check_failed, CSS["check_message"]
             ),
+            pn.bind(
+                lambda text, failed: notice(text, "danger" if failed else "info", CSS["estimate"]),
+                self.param.estimate,
+                self.param.estimate_failed,
+            ),
             pn.bind(_alert, self.param.problem, True, CSS["problem"]),
             pn.bind(_error_alert, self.param.error, self.param.status),
             settings,
@@ -443,6 +481,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
                     self.param.bundle,
                     self.param.rounds_done,
                     self.param.status,
+                    self.param.round_so_far,
                 ),
                 sizing_mode="stretch_width",
             ),
@@ -478,12 +517,17 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         live: str | None = None,
         done: int = 0,
         status: str = "",
+        so_far: RoundSoFar | None = None,
     ) -> pn.viewable.Viewable:
         """The completed run's histogram and its guesses by `by` (or, when its population
-        has no such dimension, by its first); while a run plays, its last finished round."""
+        has no such dimension, by its first); while a run plays, the round in play as its
+        shards come in (`live_round_view`), or its last finished round."""
         if not bundle:
-            if live and done >= 1 and status in LIVE:
-                return self._live_view(live, done)
+            if live and status in LIVE:
+                means = self.round_stats["mean"].dropna().tolist()
+                shards = len(self.shards)
+                total = self.rounds_total
+                return live_view(live, done, total, so_far, shards, means, RESULT_SIZE, CSS["live"])
             return pn.Column(visible=False)
         try:
             parts: list[Any] = [pn.pane.HoloViews(plots.histogram(bundle).opts(**RESULT_SIZE))]
@@ -498,22 +542,6 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             return _alert(_error_text(exc), True, CSS["result"])
         return pn.Column(pn.pane.Markdown("### Result"), *parts, css_classes=[CSS["result"]])
 
-    def _live_view(self, bundle: str, number: int) -> pn.viewable.Viewable:
-        """The game as it unfolds: the last finished round's guesses, with its target and the
-        equilibrium, and every round's mean so far (read once per round, from the round's
-        own files and the run's events)."""
-        try:
-            plot = plots.histogram(Bundle.open(bundle), number).opts(**RESULT_SIZE)
-        except WorkbenchError as exc:
-            return _alert(_error_text(exc), True, CSS["live"])
-        means = [f"{m:.2f}" for m in self.round_stats["mean"].dropna()]
-        return pn.Column(
-            pn.pane.Markdown(f"### Round {number} of {self.rounds_total}, as it was played"),
-            pn.pane.HoloViews(plot),
-            pn.pane.Markdown(f"Round means so far: {md(', '.join(means))}"),
-            css_classes=[CSS["live"]],
-        )
-
 
 def _settings_title(open_: bool) -> str:
     """The settings card's title, saying what a click on it does."""
@@ -525,12 +553,14 @@ def _error_text(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, WorkbenchError) else f"{type(exc).__name__}: {exc}"
 
 
-def _check(config: RunConfig) -> tuple[bool, str]:
-    """(ok, what was checked or why it failed) for a config's model."""
+def _check(config: RunConfig) -> tuple[bool, str, str, bool]:
+    """(ok, what was checked or why it failed) for a config's model, then, when it answers,
+    (the run's estimate as escaped Markdown, whether estimating failed)."""
     try:
-        return True, check_model(config)
+        checked = check_model(config)
     except PAGE_ERRORS as exc:
-        return False, _error_text(exc)
+        return False, _error_text(exc), "", False
+    return (True, checked, *run_estimate(config))
 
 
 def _alert(text: str, failed: bool, css: str) -> pn.viewable.Viewable:

@@ -13,6 +13,7 @@ import holoviews as hv
 import numpy as np
 import pandas as pd
 
+from workbench.config import GameSpec
 from workbench.results import Bundle
 from workbench.viz.plot_parts import (
     HEIGHT,
@@ -30,10 +31,9 @@ BOX_HALF = 0.3
 """Half the height of a quantile box (categories are 1 apart)."""
 
 
-def binned(counts: pd.DataFrame, bundle: Bundle) -> tuple[np.ndarray, pd.DataFrame]:
+def binned(counts: pd.DataFrame, game: GameSpec) -> tuple[np.ndarray, pd.DataFrame]:
     """Bin edges over the game's range and the counts table reindexed onto every bin (0 where
     no guess fell): a Histogram needs contiguous bins; the numbers stay guess_counts'."""
-    game = bundle.config.game
     guesses = counts["guess"].to_numpy()
     low = int(min(np.floor(game.low), guesses.min(initial=game.low)))
     high = int(max(np.floor(game.high), guesses.max(initial=game.high)))
@@ -53,7 +53,7 @@ def bars_view(
     reference means as lines."""
     panels = {}
     for category in counts["category"].cat.categories:
-        edges, table = binned(counts[counts["category"] == category], bundle)
+        edges, table = binned(counts[counts["category"] == category], bundle.config.game)
         bars = hv.Histogram(
             (edges, table["share"].to_numpy(), table["count"].to_numpy()),
             kdims="guess",

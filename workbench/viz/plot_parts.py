@@ -42,6 +42,7 @@ PALETTE: tuple[str, ...] = (
 
 MARKERS: dict[str, tuple[str, str]] = {
     "target": ("#d62728", "solid"),
+    "target so far": ("#d62728", "dashed"),
     "equilibrium": ("black", "dashed"),
     "winning guess": ("#2ca02c", "dotted"),
 }

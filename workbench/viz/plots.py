@@ -12,13 +12,16 @@ saved with `save_figure` keeps its titles, ticks and colours.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import holoviews as hv
 import pandas as pd
 
+from workbench.config import GameSpec
 from workbench.errors import ConfigError
-from workbench.game import equilibrium
+from workbench.game import equilibrium, target
+from workbench.results.live_round import RoundSoFar
 from workbench.viz.agents_view import RASTERIZE_ABOVE, agents
 from workbench.viz.answers import BundleLike, Bundles, as_bundle, labelled
 from workbench.viz.category_views import bars_view, binned, heatmap_view, summary_view
@@ -48,6 +51,7 @@ __all__ = [
     "distribution",
     "exact_groups",
     "histogram",
+    "round_so_far",
     "tokens",
     "trajectories",
 ]
@@ -64,13 +68,6 @@ def histogram(bundle: BundleLike, round: int | None = None) -> hv.Overlay:
     counts = guess_counts(bundle, round)
     number = counts.attrs["round"]
     row = round_row(bundle, number)
-    edges, table = binned(counts, bundle)
-    bars = hv.Histogram(
-        (edges, table["count"].to_numpy(), table["share"].to_numpy()),
-        kdims="guess",
-        vdims=["count", "share"],
-    )
-    bars = opts(bars, tools=["hover"], color="#4c72b0", line_color="white", alpha=0.85)
     markers = {
         "target": row["target"],
         "equilibrium": equilibrium(bundle.config.game),
@@ -78,7 +75,36 @@ def histogram(bundle: BundleLike, round: int | None = None) -> hv.Overlay:
     }
     title = f"{bundle.run_id}: round {number}, {int(row['n_valid']):,} valid of {int(row['n']):,}"
     exact = [exact_curve(bundle.exact(number))] if number in bundle.exact_rounds else []
-    overlay = hv.Overlay([bars, *exact, *marker_lines(markers)])
+    return _histogram(counts, bundle.config.game, markers, title, exact)
+
+
+def round_so_far(so_far: RoundSoFar, game: GameSpec, title: str) -> hv.Overlay:
+    """A round in progress (`results.live_round`): its valid guesses so far per whole number,
+    the target of the mean so far ("target so far": the round's own is not known yet) and the
+    equilibrium; drawn as `histogram` draws a finished round."""
+    shares = so_far.counts / so_far.valid if so_far.valid else so_far.counts * 0.0
+    counts = pd.DataFrame({"guess": so_far.bins, "count": so_far.counts, "share": shares})
+    markers = {"target so far": target(so_far.mean, game), "equilibrium": equilibrium(game)}
+    return _histogram(counts, game, markers, title)
+
+
+def _histogram(
+    counts: pd.DataFrame,
+    game: GameSpec,
+    markers: dict[str, float],
+    title: str,
+    over: Sequence[hv.Element] = (),
+) -> hv.Overlay:
+    """Bars of (guess, count, share) over the game's range, `over` drawn over them (the exact
+    distribution), with marker lines."""
+    edges, table = binned(counts, game)
+    bars = hv.Histogram(
+        (edges, table["count"].to_numpy(), table["share"].to_numpy()),
+        kdims="guess",
+        vdims=["count", "share"],
+    )
+    bars = opts(bars, tools=["hover"], color="#4c72b0", line_color="white", alpha=0.85)
+    overlay = hv.Overlay([bars, *over, *marker_lines(markers)])
     return opts(overlay, title=title, width=WIDTH, height=HEIGHT, legend_position="top_right")
 
 
