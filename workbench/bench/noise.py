@@ -29,6 +29,7 @@ from workbench.population import prompt_note
 from workbench.results.exact import ExactRound
 from workbench.runtime import Simulation
 from workbench.runtime.blocking import run_blocking
+from workbench.runtime.exact_groups import exact_of
 from workbench.runtime.prompt_walks import PromptWalks, walk_prompts
 
 SCHEMES: tuple[str, str] = ("pieces", "whole")
@@ -76,11 +77,10 @@ class NoiseReport:
 
 
 def _exact(walks: PromptWalks, personas: pd.DataFrame) -> ExactRound:
-    """A round's walks as an `ExactRound` (nothing drawn)."""
-    answers = [np.array([int(a) for a in w.answers], dtype=np.float64) for w in walks.walks]
-    probs = [np.array(list(w.answers.values()), dtype=np.float64) for w in walks.walks]
-    drawn = pd.DataFrame({"agent_id": personas["agent_id"], "guess": np.nan})
-    return ExactRound(1, personas, walks.codes, answers, probs, drawn)
+    """A round-1 walk as an `ExactRound` (nothing drawn)."""
+    return exact_of(
+        walks, 1, personas, pd.DataFrame({"agent_id": personas["agent_id"], "guess": np.nan})
+    )
 
 
 def _tvd(a: pd.DataFrame, b: pd.DataFrame) -> float:

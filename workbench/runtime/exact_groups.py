@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from workbench.agents.factory import make_policy
 from workbench.agents.policies import LLMPolicy
@@ -30,7 +31,14 @@ from workbench.results.exact import EXACT_VERSION, ExactRound
 from workbench.runtime.blocking import run_blocking
 from workbench.runtime.prompt_walks import PromptWalks, walk_prompts
 
-__all__ = ["ExactRound", "aexact_round", "check_exact", "exact_round", "store_exact"]
+__all__ = [
+    "ExactRound",
+    "aexact_round",
+    "check_exact",
+    "exact_of",
+    "exact_round",
+    "store_exact",
+]
 
 
 def check_exact(cfg: RunConfig, model: ChatModel | None = None) -> None:
@@ -48,6 +56,16 @@ def check_exact(cfg: RunConfig, model: ChatModel | None = None) -> None:
             "model.sampling: exact distributions need distribution mode (sampling auto or "
             f"workbench on a model that supports it, constrained answers); or {fix}"
         )
+
+
+def exact_of(
+    walks: PromptWalks, round_number: int, personas: pd.DataFrame, drawn: pd.DataFrame
+) -> ExactRound:
+    """A round's whole walks (`walk_prompts`) as an `ExactRound` beside what was `drawn`
+    (agent_id, guess)."""
+    answers = [np.array([int(a) for a in w.answers], dtype=np.float64) for w in walks.walks]
+    probs = [np.array(list(w.answers.values()), dtype=np.float64) for w in walks.walks]
+    return ExactRound(round_number, personas, walks.codes, answers, probs, drawn)
 
 
 async def aexact_round(bundle: Bundle | str, model: ChatModel, round_number: int = 1) -> ExactRound:
@@ -71,10 +89,8 @@ async def aexact_round(bundle: Bundle | str, model: ChatModel, round_number: int
     game = opened.game_of(round_number)
     ctx = RoundContext(round_number, cfg.seed, game, cfg.n_agents, targets, note)
     found: PromptWalks = await walk_prompts(policy, shard, ctx)
-    answers = [np.array([int(a) for a in w.answers], dtype=np.float64) for w in found.walks]
-    probs = [np.array(list(w.answers.values()), dtype=np.float64) for w in found.walks]
     drawn = responses[responses["round"] == round_number][["agent_id", "guess"]]
-    return ExactRound(round_number, personas, found.codes, answers, probs, drawn)
+    return exact_of(found, round_number, personas, drawn)
 
 
 def exact_round(bundle: Bundle | str, model: ChatModel, round_number: int = 1) -> ExactRound:
