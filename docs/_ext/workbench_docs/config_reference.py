@@ -121,10 +121,6 @@ def bounds_text(info: FieldInfo) -> str:
     return ", ".join(parts)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _kind_of(model: type[BaseModel]) -> str | None:
     kind = model.model_fields.get("kind")
     if kind is None or not isinstance(kind.default, str):
@@ -199,8 +195,7 @@ def page(warn: Warn) -> str:
         doc = _doc_line(section.model)
         if doc:
             lines += [doc, ""]
-        lines += ["| key | type | default | bounds | description |", "|---|---|---|---|---|"]
-        for row in section.rows:
-            lines.append("| " + " | ".join(_cell(cell) for cell in row) + " |")
-        lines.append("")
+        for key, type_, default, bounds, description in section.rows:
+            facts = [f"*{type_}*", f"default {default}"] + ([bounds] if bounds else [])
+            lines += [f"{key} · " + " · ".join(facts), f": {description}", ""]
     return "\n".join(lines)
