@@ -30,7 +30,8 @@ def test_lock_file_pins_every_direct_dependency() -> None:
         if line.strip() and not line.lstrip().startswith("#")
     }
     project = _pyproject()["project"]
-    for requirement in project["dependencies"] + project["optional-dependencies"]["dev"]:
+    extras = project["optional-dependencies"]
+    for requirement in project["dependencies"] + extras["dev"] + extras["docs"]:
         assert requirement in lock, f"{requirement} is not pinned in .ci/requirements.lock"
 
 
@@ -38,7 +39,7 @@ def test_top_level_layout() -> None:
     allowed = {
         "pyproject.toml",
         "README.md",
-        "docs",  # the README's pictures (screenshots the browser tests take)
+        "docs",  # the docs site (Sphinx sources, its extension) and the screenshots
         "environment.yml",
         "workbench",
         "notebooks",

@@ -94,3 +94,29 @@ def test_json_schema_carries_the_descriptions(model: type[BaseModel]) -> None:
     """The dashboard builds forms from the JSON schema: every property has its description."""
     properties = model.model_json_schema()["properties"]
     assert all(prop.get("description") for prop in properties.values())
+
+
+def dotted_fields(model: type[BaseModel], prefix: str = "") -> list[tuple[str, str | None]]:
+    """(dotted key, description) for every key under `model` as a config spells it, recursively
+    through nested specs, lists and mappings of specs and the policy's tagged union: the keys
+    the docs' config reference (docs/_ext/workbench_docs/config_reference.py) lists."""
+    out = []
+    for name, field in model.model_fields.items():
+        key = prefix + name
+        out.append((key, field.description))
+        for sub in _models_in(field.annotation):
+            out.extend(dotted_fields(sub, f"{key}."))
+    return out
+
+
+def test_the_dotted_walk_reaches_every_kind_of_nesting() -> None:
+    keys = {key for key, _ in dotted_fields(RunConfig)}
+    for key in ("game.prompt.style", "population.dimensions.shares", "models.base_urls",
+                "policy.latency_s", "policy.depth_shares", "backend.agents_per_shard"):
+        assert key in keys
+
+
+def test_every_config_key_has_a_description() -> None:
+    """Named by its dotted key, as the config reference and `--set` spell it."""
+    missing = [key for key, text in dotted_fields(RunConfig) if not (text or "").strip()]
+    assert missing == [], f"config keys without a description: {', '.join(missing)}"

@@ -1,0 +1,56 @@
+"""The docs site's own Sphinx extension: pages generated from the code at build time.
+
+Each generator writes a MyST page under `docs/reference/generated/` (not in git) before Sphinx
+reads the sources, and rewrites it only when its text changed. A gap in the code that a page
+would hide (a config field without a description, an environment variable the code reads that
+no one described) is a Sphinx warning, so `.ci/docs` (warnings as errors) fails on it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+from workbench_docs import (
+    api_reference,
+    bundle_reference,
+    cli_reference,
+    config_reference,
+    env_reference,
+    notebooks,
+)
+
+LOG = logging.getLogger("workbench_docs")
+
+GENERATORS = {
+    "config.md": config_reference.page,
+    "cli.md": cli_reference.page,
+    "environment.md": env_reference.page,
+    "bundle-format.md": bundle_reference.page,
+    "api-face.md": api_reference.page,
+}
+"""Generated page -> the function that writes its text (given a warning callback)."""
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """Write `text` to `path` unless it already holds it (keeps incremental builds incremental)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def generate(app: Sphinx) -> None:
+    """Write every generated page and copy the notebooks in, before the sources are read."""
+    srcdir = Path(app.srcdir)
+    out = srcdir / "reference" / "generated"
+    for name, make in GENERATORS.items():
+        write_if_changed(out / name, make(lambda message, name=name: LOG.warning(
+            "%s: %s", name, message, type="workbench_docs")))
+    notebooks.copy_notebooks(srcdir.parent / "notebooks", srcdir / "tutorials" / "notebooks")
+
+
+def setup(app: Sphinx) -> dict[str, object]:
+    app.connect("builder-inited", generate)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,57 @@
+"""Sphinx configuration of the workbench's docs site (`.ci/docs` builds it, warnings as errors).
+
+Sphinx with the PyData theme and MyST, as HoloViz and Jupyter do. The reference pages under
+`reference/` are generated at build time from the code (`_ext/`): the config reference from the
+pydantic specs, the CLI from its own help, the environment variables from the code that reads
+them, the bundle format from `workbench/results/layout.py`. The notebooks are rendered as
+stored (myst-nb with execution off): the test suite executes them, the docs build never does.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+sys.path.insert(0, str(DOCS / "_ext"))
+
+project = "Agent Simulation Workbench"
+author = "the workbench's authors"
+copyright = "2026, the workbench's authors"  # noqa: A001 (Sphinx's name)
+
+extensions = [
+    "myst_nb",  # MyST pages and .ipynb notebooks (myst_parser comes with it)
+    "sphinx.ext.autodoc",
+    "sphinx.ext.viewcode",
+    "workbench_docs",  # the generated reference pages and the tutorials' notebooks
+]
+
+source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
+exclude_patterns = ["_build", "_ext", "Thumbs.db", ".DS_Store", "README.md"]
+myst_enable_extensions = ["colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+# notebooks: rendered as stored (committed without outputs); never executed here
+nb_execution_mode = "off"
+nb_merge_streams = True
+
+# docstrings are written with `code` in single backticks
+default_role = "code"
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+autodoc_default_options = {"members": True, "show-inheritance": False}
+autodoc_preserve_defaults = True
+
+html_theme = "pydata_sphinx_theme"
+html_title = "Agent Simulation Workbench"
+html_static_path: list[str] = []
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "navbar_align": "left",
+    "footer_start": ["copyright"],
+    "footer_end": [],
+    "secondary_sidebar_items": ["page-toc"],
+}
+html_sidebars = {"index": []}
+html_show_sourcelink = False
