@@ -90,11 +90,6 @@ def _cell(value: Any, column: str) -> str:
     return str(int(number)) if column in COUNTS else f"{number:.2f}"
 
 
-def _resume_hint(bundle: str | Path) -> str:
-    """The command that finishes an unfinished bundle."""
-    return f"workbench run --resume {bundle}"
-
-
 class RoundTable:
     """A table of rounds, one text line each, with a note a round must not hide: the CLI's
     live table is a subscriber of the run's events, `bundles show` prints a bundle's rows."""
@@ -200,6 +195,7 @@ def run_command(
     from workbench.config import apply_overrides, load_run_config, parse_assignments, to_yaml
     from workbench.errors import ConfigError
     from workbench.results import Bundle
+    from workbench.results.statuses import resume_command
     from workbench.results.writer import check_run_id
     from workbench.runtime import Simulation
 
@@ -268,7 +264,7 @@ def run_command(
         else:
             typer.echo(
                 f"interrupted: {table.bundle} is marked cancelled; resume it with\n"
-                f"  {_resume_hint(table.bundle)}",
+                f"  {resume_command(table.bundle)}",
                 err=True,
             )
         raise typer.Exit(130) from None
@@ -300,6 +296,7 @@ def _report_failed_run(path: str, exc: WorkbenchError) -> None:
     error line and (unless that line already ends with it) the resume command on stderr."""
     from workbench.errors import one_line
     from workbench.results import Bundle
+    from workbench.results.statuses import RunStatus, resume_hint
 
     try:
         bundle = Bundle.open(path)
@@ -310,8 +307,10 @@ def _report_failed_run(path: str, exc: WorkbenchError) -> None:
     typer.echo(f"status: {status}")
     typer.echo(f"bundle: {path}")
     typer.echo(f"error: {error}", err=True)
-    if getattr(exc, "resumable", True) and _resume_hint(path) not in error:
-        typer.echo(f"resume it with\n  {_resume_hint(path)}", err=True)
+    hint = resume_hint(RunStatus.FAILED if status == "unknown" else status, error, path,
+                       unless_said=True)  # fmt: skip
+    if getattr(exc, "resumable", True) and hint is not None:
+        typer.echo(f"resume it with\n  {hint}", err=True)
 
 
 @app.command("sweep")
@@ -340,6 +339,7 @@ def sweep_command(
     from workbench.experiment import sweep
     from workbench.experiment.sweep import Base, CellResult, ForkFrom
     from workbench.results import Bundle
+    from workbench.results.statuses import RunStatus
 
     if grid is None:
         raise ConfigError("--grid: give the grid YAML to sweep (--grid GRID.yaml)")
@@ -372,7 +372,7 @@ def sweep_command(
         )
         raise typer.Exit(130) from None
     typer.echo(f"index: {experiment.index_path}")
-    failed = [r.cell.id for r in results if r.status != "complete"]
+    failed = [r.cell.id for r in results if r.status != RunStatus.COMPLETE]
     if failed:
         typer.echo(
             f"{len(failed)} of {len(results)} cells did not complete: {', '.join(failed)}; "
@@ -426,8 +426,8 @@ def bundles_list(
 @bundles_app.command("show")
 def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")]) -> None:
     """Show a bundle's status, model, config summary and round table."""
-    from workbench.errors import NO_RESUME
     from workbench.results import Bundle
+    from workbench.results.statuses import resume_hint
 
     b = Bundle.open(bundle)
     cfg = b.config
@@ -453,8 +453,9 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
         typer.echo(note)
     if b.error:
         typer.echo(f"error:   {b.error}")
-    if b.status in ("failed", "cancelled", "dead") and NO_RESUME not in (b.error or ""):
-        typer.echo(f"resume:  {_resume_hint(b.path)}")
+    hint = resume_hint(b.status, b.error, b.path)
+    if hint is not None:
+        typer.echo(f"resume:  {hint}")
     frame = b.rounds()
     if not len(frame):
         typer.echo("no rounds completed")

@@ -41,6 +41,7 @@ def runs_follow(
     ] = None,
 ) -> None:
     """Print RUN's events as they come until it ends; exit 0 when it completed, 1 otherwise."""
+    from workbench.results.statuses import RunStatus
     from workbench.runs.follower import follow
     from workbench.runs.status import resolve_run
     from workbench.runtime.events import RoundFinished, RunFinished, RunStarted, ShardProgress
@@ -70,7 +71,7 @@ def runs_follow(
     except TimeoutError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
-    if status != "complete":
+    if status != RunStatus.COMPLETE:
         raise typer.Exit(1)
 
 

@@ -31,7 +31,6 @@ from workbench.results.layout import (
     RESPONSES_DIR,
     ROUNDS_FILE,
     SCHEMA_VERSION,
-    STATUSES,
     bundle_file,
     conform,
     exact_paths,
@@ -42,6 +41,7 @@ from workbench.results.layout import (
     walk,
     with_later_stats,
 )
+from workbench.results.statuses import MANIFEST_STATUSES, RunStatus
 
 LIST_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -159,16 +159,16 @@ class Bundle:
         return str(self._field("run_id", str))
 
     @property
-    def recorded_status(self) -> str:
+    def recorded_status(self) -> RunStatus:
         """The status the manifest records: running, complete, failed or cancelled (running
         after a killed run too; `status` tells that one from a live run)."""
         value = self.manifest.get("status")
-        if value not in STATUSES:
-            raise self._damaged("status", f"one of {', '.join(STATUSES)}", repr(value))
-        return str(value)
+        if value not in MANIFEST_STATUSES:
+            raise self._damaged("status", f"one of {', '.join(MANIFEST_STATUSES)}", repr(value))
+        return RunStatus(value)
 
     @property
-    def status(self) -> str:
+    def status(self) -> RunStatus:
         """The run's status now (`results.status.run_status`): running, complete, failed,
         cancelled, or dead when the manifest reads running but its writer is gone."""
         from workbench.results.status import run_status
@@ -178,7 +178,7 @@ class Bundle:
     @property
     def is_complete(self) -> bool:
         """Whether the run finished normally."""
-        return self.recorded_status == "complete"
+        return self.recorded_status is RunStatus.COMPLETE
 
     @property
     def created_at(self) -> str | None:

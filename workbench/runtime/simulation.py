@@ -44,6 +44,7 @@ from workbench.llm import ChatModel, as_chat_model, model_for, sampling_params
 from workbench.population import prompt_note, quota_assignment, sample_population
 from workbench.results import Bundle, BundleWriter
 from workbench.results.fork import check_fork, copy_shared_rounds, forked_from
+from workbench.results.statuses import RunStatus
 from workbench.results.writer import final_status
 from workbench.runtime.backend import Backend, make_backend
 from workbench.runtime.blocking import run_blocking
@@ -114,7 +115,7 @@ class Simulation:
         on another port; the bundle's config keeps the old ones, its manifest records the change.
         """
         opened = Bundle.open(bundle)
-        if opened.status == "complete":
+        if opened.status is RunStatus.COMPLETE:
             raise BundleError(f"{opened.path}: already complete; nothing to resume")
         # the manifest's rounds, as BundleWriter.reopen counts them: a run killed between
         # writing rounds.parquet and the manifest replays that round rather than skipping it
