@@ -416,11 +416,12 @@ def bundles_compare(
 def bundles_list(
     root: Annotated[Path, typer.Argument(help="results directory")] = Path("results"),
 ) -> None:
-    """List the bundles under ROOT with their status (dead: marked running, writer gone)."""
+    """List the bundles under ROOT with their status (dead: marked running, writer gone); a
+    damaged manifest field reads unknown, the problem column says which and why."""
     from workbench.results import list_bundles
 
-    frame = list_bundles(root)
-    typer.echo(_table(frame) if len(frame) else f"no bundles under {root}")
+    frame = list_bundles(root)  # a damaged field reads unknown, its `problem` says why
+    typer.echo(_table(frame.fillna({"problem": ""})) if len(frame) else f"no bundles under {root}")
 
 
 @bundles_app.command("show")

@@ -9,6 +9,7 @@ Parquet file is readable with pandas, pyarrow, polars or duckdb alone.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,24 @@ LIST_COLUMNS: tuple[str, ...] = (
     "n_agents",
     "rounds_done",
     "path",
+    "problem",
 )
-"""Columns of `list_bundles`' table."""
+"""Columns of `list_bundles`' table (`problem`: why a field reads UNKNOWN, else None)."""
+
+UNKNOWN = "unknown"
+"""What `list_bundles` shows for a field its manifest does not hold readably."""
+
+
+class DamagedField(BundleError):
+    """A manifest field of the wrong type or value: `field` and `detail` (what it must be and
+    what it is), so a listing can name it beside the bundle instead of dropping the bundle."""
+
+    def __init__(self, manifest: Path, field: str, want: str, got: str) -> None:
+        self.field, self.detail = field, f"must be {want}, got {got}"
+        super().__init__(
+            f"{manifest}: field {field!r} {self.detail}; the bundle is damaged - rerun or "
+            "restore it"
+        )
 
 
 def _not_a_bundle(path: Path, why: str) -> BundleError:
@@ -136,12 +153,9 @@ class Bundle:
 
     # ------------------------------------------------------------------ manifest fields
 
-    def _damaged(self, name: str, want: str, got: str) -> BundleError:
+    def _damaged(self, name: str, want: str, got: str) -> DamagedField:
         """The one-line error for a manifest field of the wrong type or value."""
-        return BundleError(
-            f"{self.path / MANIFEST}: field {name!r} must be {want}, got {got}; "
-            "the bundle is damaged - rerun or restore it"
-        )
+        return DamagedField(self.path / MANIFEST, name, want, got)
 
     def _field(self, name: str, kind: type, *, default: Any = None, optional: bool = False) -> Any:
         """A manifest field checked to be of `kind` (None allowed when `optional`)."""
@@ -419,33 +433,54 @@ def model_label(model: dict[str, Any]) -> str:
 
 
 def _list_row(bundle: Bundle) -> dict[str, Any]:
-    """One bundle's row of `list_bundles` (its manifest read once); BundleError when the
-    manifest is damaged."""
+    """One bundle's row of `list_bundles` (its manifest read once): a damaged field reads
+    UNKNOWN and `problem` names it and why, so the bundle is never dropped from the list."""
+    problems: list[str] = []
+
+    def read(name: str, value: Callable[[], Any]) -> Any:
+        try:
+            return value()
+        except DamagedField as exc:
+            problems.append(f"{exc.field} {exc.detail}")
+            return UNKNOWN
+
     config = bundle.manifest.get("config")
-    return {
-        "run_id": bundle.run_id,
-        "status": bundle.status,
-        "model": model_label(bundle.model),
-        "created_at": bundle.created_at,
+    row = {
+        "run_id": read("run_id", lambda: bundle.run_id),
+        "status": read("status", lambda: bundle.status),
+        "model": read("model", lambda: model_label(bundle.model)),
+        "created_at": read("created_at", lambda: bundle.created_at),
         "n_agents": config.get("n_agents") if isinstance(config, dict) else None,
-        "rounds_done": bundle.rounds_count,
+        "rounds_done": read("rounds", lambda: bundle.rounds_count),
         "path": str(bundle.path),
     }
+    return {**row, "problem": "; ".join(problems) or None}
+
+
+def _unreadable_row(path: Path, error: BundleError) -> dict[str, Any]:
+    """The row of a folder whose manifest.json does not read as a bundle at all."""
+    row: dict[str, Any] = dict.fromkeys(LIST_COLUMNS, UNKNOWN)
+    return {**row, "n_agents": None, "path": str(path), "problem": str(error)}
 
 
 def list_bundles(root: str | Path) -> pd.DataFrame:
-    """One row per bundle under `root` (run_id, status, model, created_at, n_agents,
-    rounds_done, path); `model` names what answered (`model_label`: a policy run says so).
+    """One row per bundle under `root` (LIST_COLUMNS); `model` names what answered
+    (`model_label`: a policy run says so).
 
-    Directories that are not bundles (or whose manifest is damaged) are skipped; a missing
-    root gives an empty frame.
+    Every folder with a manifest.json is listed: a field its manifest does not hold readably
+    reads UNKNOWN, and `problem` says which and why (a manifest that does not read at all:
+    every field). Folders without one (and hidden ones) are not bundles; a missing root gives
+    an empty frame.
     """
     rows = []
     root = Path(root)
     for path in sorted(root.iterdir()) if root.is_dir() else []:
+        manifest = path / MANIFEST
+        if path.name.startswith(".") or not (manifest.exists() or manifest.is_symlink()):
+            continue
         try:
             rows.append(_list_row(Bundle.open(path)))
-        except BundleError:
-            continue
+        except BundleError as exc:
+            rows.append(_unreadable_row(path, exc))
     frame = pd.DataFrame(rows, columns=list(LIST_COLUMNS))
     return frame.sort_values(["created_at", "run_id"], ignore_index=True) if rows else frame
