@@ -60,18 +60,6 @@ UNKNOWN = "unknown"
 """What `list_bundles` shows for a field its manifest does not hold readably."""
 
 
-class DamagedField(BundleError):
-    """A manifest field of the wrong type or value: `field` and `detail` (what it must be and
-    what it is), so a listing can name it beside the bundle instead of dropping the bundle."""
-
-    def __init__(self, manifest: Path, field: str, want: str, got: str) -> None:
-        self.field, self.detail = field, f"must be {want}, got {got}"
-        super().__init__(
-            f"{manifest}: field {field!r} {self.detail}; the bundle is damaged - rerun or "
-            "restore it"
-        )
-
-
 def _not_a_bundle(path: Path, why: str) -> BundleError:
     return BundleError(f"{path / MANIFEST}: not a result bundle ({why})")
 
@@ -153,9 +141,16 @@ class Bundle:
 
     # ------------------------------------------------------------------ manifest fields
 
-    def _damaged(self, name: str, want: str, got: str) -> DamagedField:
-        """The one-line error for a manifest field of the wrong type or value."""
-        return DamagedField(self.path / MANIFEST, name, want, got)
+    def _damaged(self, name: str, want: str, got: str) -> BundleError:
+        """The one-line error for a manifest field of the wrong type or value (naming the
+        field in `field` and `detail`, so a listing can show it beside the bundle)."""
+        detail = f"must be {want}, got {got}"
+        error = BundleError(
+            f"{self.path / MANIFEST}: field {name!r} {detail}; the bundle is damaged - rerun or "
+            "restore it"
+        )
+        error.field, error.detail = name, detail
+        return error
 
     def _field(self, name: str, kind: type, *, default: Any = None, optional: bool = False) -> Any:
         """A manifest field checked to be of `kind` (None allowed when `optional`)."""
@@ -440,8 +435,8 @@ def _list_row(bundle: Bundle) -> dict[str, Any]:
     def read(name: str, value: Callable[[], Any]) -> Any:
         try:
             return value()
-        except DamagedField as exc:
-            problems.append(f"{exc.field} {exc.detail}")
+        except BundleError as exc:
+            problems.append(f"{exc.field or name} {exc.detail or exc}")
             return UNKNOWN
 
     config = bundle.manifest.get("config")
