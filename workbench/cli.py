@@ -20,6 +20,7 @@ from workbench.cli_bench import bench_app
 from workbench.cli_runs import runs_app
 from workbench.cli_servers import dashboard_command, serve_model_command
 from workbench.errors import WorkbenchError
+from workbench.results.round_table import COUNTS, MORE_STATISTICS, ROUND_TABLE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,28 +48,8 @@ app.add_typer(personas_app, name="personas")
 app.add_typer(bench_app, name="bench")
 app.add_typer(runs_app, name="runs")
 
-ROUND_TABLE_COLUMNS: dict[str, str] = {
-    "round": "round",
-    "n": "n",
-    "n_valid": "n_valid",
-    "failed": "n_failed",
-    "mean": "mean",
-    "target": "target",
-    "n_winners": "n_winners",
-    "seconds": "seconds",
-}
-"""The live round table's columns: header -> round statistic; a note follows ("3 failed")."""
-SHOW_COLUMNS: dict[str, str] = {
-    **ROUND_TABLE_COLUMNS,
-    "median": "median",
-    "std": "std",
-    "winning": "winning_guess",
-    "within_0.5": "share_within_half",
-    "extracted": "n_extracted",
-}
-"""`bundles show`'s round table: the live table's columns and the other statistics."""
-COUNTS = frozenset({"round", "n", "n_valid", "n_failed", "n_winners", "n_extracted"})
-"""Round statistics printed as whole numbers."""
+SHOW_COLUMNS: dict[str, str] = {**ROUND_TABLE, **MORE_STATISTICS}
+"""`bundles show`'s round table: the round table's columns and the other statistics."""
 MAX_SAMPLE = 10_000_000
 """Most personas `personas sample` draws (it holds them in memory and prints their counts)."""
 
@@ -94,7 +75,7 @@ class RoundTable:
     """A table of rounds, one text line each, with a note a round must not hide: the CLI's
     live table is a subscriber of the run's events, `bundles show` prints a bundle's rows."""
 
-    def __init__(self, columns: Mapping[str, str] = ROUND_TABLE_COLUMNS) -> None:
+    def __init__(self, columns: Mapping[str, str] = ROUND_TABLE) -> None:
         self.columns = dict(columns)
         self.widths = [max(len(header), 8) for header in self.columns]
         self.bundle: str | None = None

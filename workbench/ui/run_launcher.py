@@ -31,6 +31,7 @@ from workbench.errors import WorkbenchError
 from workbench.results import Bundle
 from workbench.results.layout import MANIFEST
 from workbench.results.live_round import RoundSoFar
+from workbench.results.round_table import ROUND_TABLE
 from workbench.results.statuses import RunStatus
 from workbench.runs.cancelling import cancel
 from workbench.runs.follower import RunFollower
@@ -50,7 +51,6 @@ from workbench.ui.live_round_view import LiveRounds, live_view
 from workbench.ui.notices import notice
 from workbench.ui.run_tables import (
     LAUNCH_COLUMNS,
-    ROUND_COLUMNS,
     ROUND_FORMATS,
     SHARD_COLUMNS,
     launches_table,
@@ -153,7 +153,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         "state, errors, tokens)",
     )
     round_stats = param.DataFrame(
-        default=pd.DataFrame(columns=[*ROUND_COLUMNS, "note"]),
+        default=pd.DataFrame(columns=[*ROUND_TABLE, "note"]),
         doc="output: the followed run's finished rounds (from its RoundFinished events)",
     )
     recent = param.DataFrame(
