@@ -24,7 +24,6 @@ from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import LLMPolicySpec, RunConfig
 from workbench.errors import ConfigError
 from workbench.llm.chat_model import ChatModel
-from workbench.population import prompt_note
 from workbench.results import Bundle, BundleWriter
 from workbench.results.exact import EXACT_VERSION, ExactRound
 from workbench.runtime.blocking import run_blocking
@@ -67,9 +66,7 @@ async def aexact_round(bundle: Bundle | str, model: ChatModel, round_number: int
     responses = opened.responses()
     shard.restore(responses[responses["round"] < round_number])
     targets = tuple(float(t) for t in opened.rounds()["target"].iloc[: round_number - 1])
-    note = prompt_note(cfg)
-    game = opened.game_of(round_number)
-    ctx = RoundContext(round_number, cfg.seed, game, cfg.n_agents, targets, note)
+    ctx = RoundContext.of(cfg, round_number, targets, game=opened.game_of(round_number))
     found: PromptWalks = await walk_prompts(policy, shard, ctx)
     answers = [np.array([int(a) for a in w.answers], dtype=np.float64) for w in found.walks]
     probs = [np.array(list(w.answers.values()), dtype=np.float64) for w in found.walks]

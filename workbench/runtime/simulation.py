@@ -41,7 +41,7 @@ from workbench.config import (
 from workbench.errors import BundleError, ConfigError, one_line
 from workbench.game import RoundStats
 from workbench.llm import ChatModel, as_chat_model, model_for, sampling_params
-from workbench.population import prompt_note, quota_assignment, sample_population
+from workbench.population import quota_assignment, sample_population
 from workbench.results import Bundle, BundleWriter
 from workbench.results.fork import check_fork, copy_shared_rounds, forked_from
 from workbench.results.statuses import RunStatus
@@ -364,7 +364,7 @@ class Simulation:
         if chat is not None:
             await chat.check()  # an unreachable server or a wrong model name
             params = sampling_params(cfg.model)  # a prompt too long for the context, too
-            chat.check_fits(probe_requests(cfg, self.personas, params, prompt_note(cfg)), params)
+            chat.check_fits(probe_requests(cfg, self.personas, params), params)
             if cfg.output.exact_distributions:
                 check_exact(cfg, chat)
         limit = cfg.max_estimated_seconds
@@ -393,7 +393,7 @@ class Simulation:
         """
         cfg = self.config
         await self.apreflight()
-        model, note = self.model, prompt_note(cfg)
+        model = self.model
         targets = list(self._resume.targets) if self._resume is not None else []
         shards = await self._shards()
         group_codes = self._group_codes()  # once per run, not per round
@@ -444,7 +444,7 @@ class Simulation:
                 if self._cancel_requested:
                     raise asyncio.CancelledError
                 start = time.perf_counter()
-                ctx = RoundContext(number, cfg.seed, cfg.game, cfg.n_agents, tuple(targets), note)
+                ctx = RoundContext.of(cfg, number, targets)
                 tables = await backend.play_round(ctx, emit)
                 if backend.describe() != described:  # e.g. a respawned Ray actor
                     described = backend.describe()
