@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from workbench._files import RESULTS_DIR
 from workbench.cli_bench import bench_app
 from workbench.cli_runs import runs_app
 from workbench.cli_servers import dashboard_command, serve_model_command
@@ -395,7 +396,7 @@ def bundles_compare(
 
 @bundles_app.command("list")
 def bundles_list(
-    root: Annotated[Path, typer.Argument(help="results directory")] = Path("results"),
+    root: Annotated[Path, typer.Argument(help="results directory")] = Path(RESULTS_DIR),
 ) -> None:
     """List the bundles under ROOT with their status (dead: marked running, writer gone); a
     damaged manifest field reads unknown, the problem column says which and why."""

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from workbench._files import RESULTS_DIR
+
 runs_app = typer.Typer(
     help="List, follow and cancel the runs of a results folder (started anywhere).",
     no_args_is_help=True,
@@ -19,7 +21,7 @@ RESULTS_HELP = "results directory a run id is looked up in"
 
 @runs_app.command("list")
 def runs_list(
-    root: Annotated[Path, typer.Argument(help="results directory")] = Path("results"),
+    root: Annotated[Path, typer.Argument(help="results directory")] = Path(RESULTS_DIR),
 ) -> None:
     """List the runs under ROOT with their status: running, complete, failed, cancelled or
     dead (marked running, but its writer is gone), and the launch that started each."""
@@ -35,7 +37,7 @@ def runs_list(
 @runs_app.command("follow")
 def runs_follow(
     run: Annotated[str, typer.Argument(help="a bundle folder, a launch folder or a run id")],
-    results: Annotated[Path, typer.Option(help=RESULTS_HELP)] = Path("results"),
+    results: Annotated[Path, typer.Option(help=RESULTS_HELP)] = Path(RESULTS_DIR),
     timeout: Annotated[
         float | None, typer.Option(help="give up after this many seconds (default: never)")
     ] = None,
@@ -78,7 +80,7 @@ def runs_follow(
 @runs_app.command("cancel")
 def runs_cancel(
     run: Annotated[str, typer.Argument(help="a launch folder, its bundle, or a run id")],
-    results: Annotated[Path, typer.Option(help=RESULTS_HELP)] = Path("results"),
+    results: Annotated[Path, typer.Option(help=RESULTS_HELP)] = Path(RESULTS_DIR),
 ) -> None:
     """Interrupt a run started by the launcher (SIGINT, as Ctrl-C: it stops as cancelled),
     once its process is proven to be that launch's `workbench run`; else nothing is sent."""

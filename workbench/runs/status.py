@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench._files import RESULTS_DIR
 from workbench._processes import (
     START_SLACK_S,
     iso_epoch,
@@ -236,7 +237,7 @@ def running_bundles(results_dir: str | Path) -> list[Path]:
     return [Path(str(p)) for p in reversed(running.tolist())]
 
 
-def resolve_run(target: str | Path, results_dir: str | Path = "results") -> Path:
+def resolve_run(target: str | Path, results_dir: str | Path = RESULTS_DIR) -> Path:
     """The bundle of a run named on the command line: a bundle folder, a launch folder
     (`.launches/<id>`) or a run id under `results_dir`; ConfigError naming what was tried."""
     path = Path(target)
