@@ -275,13 +275,13 @@ def test_run_prints_the_round_table_and_the_bundle(small_run: tuple[Path, Path, 
     out, bundle, stdout = small_run
     lines = stdout.splitlines()
     header = lines[0].split()
-    assert header[:6] == ["round", "n", "n_valid", "failed", "mean", "target"]
+    assert header[:7] == ["round", "n", "n_valid", "failed", "mean", "median", "target"]
     rows = [line.split() for line in lines[1:3]]
     assert [row[0] for row in rows] == ["1", "2"]
     assert all(row[1:4] == ["50", "50", "0"] for row in rows)
     assert all(len(row) == len(header) - 1 for row in rows)  # an empty note: nothing to flag
     for row in rows:
-        mean, target = float(row[4]), float(row[5])
+        mean, target = float(row[4]), float(row[6])
         assert 0 <= mean <= 100
         assert target == pytest.approx(2 / 3 * mean, abs=0.01)
     assert bundle.parent == out
@@ -439,7 +439,9 @@ def test_the_round_table_flags_failures_and_rounds_without_valid_answers() -> No
         "n_valid",
         "failed",
         "mean",
+        "median",
         "target",
+        "winning",
         "n_winners",
         "seconds",
         "note",
@@ -452,6 +454,8 @@ def test_the_round_table_flags_failures_and_rounds_without_valid_answers() -> No
         "6",
         "0",
         "6",
+        "-",
+        "-",
         "-",
         "-",
         "0",

@@ -15,6 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+RESULTS_DIR = "results"
+"""The default results folder (relative to the current directory): where runs write their
+bundles and where the CLI, the dashboard and the notebook magic look, unless told otherwise."""
+
 CHUNK = 1 << 20
 """Bytes read at a time when hashing a file."""
 

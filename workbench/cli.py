@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from workbench._files import RESULTS_DIR
 from workbench.cli_bench import bench_app
 from workbench.cli_runs import runs_app
 from workbench.cli_servers import dashboard_command, serve_model_command
 from workbench.errors import WorkbenchError
+from workbench.results.round_table import COUNTS, MORE_STATISTICS, ROUND_TABLE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,28 +49,8 @@ app.add_typer(personas_app, name="personas")
 app.add_typer(bench_app, name="bench")
 app.add_typer(runs_app, name="runs")
 
-ROUND_TABLE_COLUMNS: dict[str, str] = {
-    "round": "round",
-    "n": "n",
-    "n_valid": "n_valid",
-    "failed": "n_failed",
-    "mean": "mean",
-    "target": "target",
-    "n_winners": "n_winners",
-    "seconds": "seconds",
-}
-"""The live round table's columns: header -> round statistic; a note follows ("3 failed")."""
-SHOW_COLUMNS: dict[str, str] = {
-    **ROUND_TABLE_COLUMNS,
-    "median": "median",
-    "std": "std",
-    "winning": "winning_guess",
-    "within_0.5": "share_within_half",
-    "extracted": "n_extracted",
-}
-"""`bundles show`'s round table: the live table's columns and the other statistics."""
-COUNTS = frozenset({"round", "n", "n_valid", "n_failed", "n_winners", "n_extracted"})
-"""Round statistics printed as whole numbers."""
+SHOW_COLUMNS: dict[str, str] = {**ROUND_TABLE, **MORE_STATISTICS}
+"""`bundles show`'s round table: the round table's columns and the other statistics."""
 MAX_SAMPLE = 10_000_000
 """Most personas `personas sample` draws (it holds them in memory and prints their counts)."""
 
@@ -90,16 +72,11 @@ def _cell(value: Any, column: str) -> str:
     return str(int(number)) if column in COUNTS else f"{number:.2f}"
 
 
-def _resume_hint(bundle: str | Path) -> str:
-    """The command that finishes an unfinished bundle."""
-    return f"workbench run --resume {bundle}"
-
-
 class RoundTable:
     """A table of rounds, one text line each, with a note a round must not hide: the CLI's
     live table is a subscriber of the run's events, `bundles show` prints a bundle's rows."""
 
-    def __init__(self, columns: Mapping[str, str] = ROUND_TABLE_COLUMNS) -> None:
+    def __init__(self, columns: Mapping[str, str] = ROUND_TABLE) -> None:
         self.columns = dict(columns)
         self.widths = [max(len(header), 8) for header in self.columns]
         self.bundle: str | None = None
@@ -200,6 +177,7 @@ def run_command(
     from workbench.config import apply_overrides, load_run_config, parse_assignments, to_yaml
     from workbench.errors import ConfigError
     from workbench.results import Bundle
+    from workbench.results.statuses import resume_command
     from workbench.results.writer import check_run_id
     from workbench.runtime import Simulation
 
@@ -268,7 +246,7 @@ def run_command(
         else:
             typer.echo(
                 f"interrupted: {table.bundle} is marked cancelled; resume it with\n"
-                f"  {_resume_hint(table.bundle)}",
+                f"  {resume_command(table.bundle)}",
                 err=True,
             )
         raise typer.Exit(130) from None
@@ -300,6 +278,7 @@ def _report_failed_run(path: str, exc: WorkbenchError) -> None:
     error line and (unless that line already ends with it) the resume command on stderr."""
     from workbench.errors import one_line
     from workbench.results import Bundle
+    from workbench.results.statuses import RunStatus, resume_hint
 
     try:
         bundle = Bundle.open(path)
@@ -310,8 +289,10 @@ def _report_failed_run(path: str, exc: WorkbenchError) -> None:
     typer.echo(f"status: {status}")
     typer.echo(f"bundle: {path}")
     typer.echo(f"error: {error}", err=True)
-    if getattr(exc, "resumable", True) and _resume_hint(path) not in error:
-        typer.echo(f"resume it with\n  {_resume_hint(path)}", err=True)
+    hint = resume_hint(RunStatus.FAILED if status == "unknown" else status, error, path,
+                       unless_said=True)  # fmt: skip
+    if getattr(exc, "resumable", True) and hint is not None:
+        typer.echo(f"resume it with\n  {hint}", err=True)
 
 
 @app.command("sweep")
@@ -340,6 +321,7 @@ def sweep_command(
     from workbench.experiment import sweep
     from workbench.experiment.sweep import Base, CellResult, ForkFrom
     from workbench.results import Bundle
+    from workbench.results.statuses import RunStatus
 
     if grid is None:
         raise ConfigError("--grid: give the grid YAML to sweep (--grid GRID.yaml)")
@@ -372,7 +354,7 @@ def sweep_command(
         )
         raise typer.Exit(130) from None
     typer.echo(f"index: {experiment.index_path}")
-    failed = [r.cell.id for r in results if r.status != "complete"]
+    failed = [r.cell.id for r in results if r.status != RunStatus.COMPLETE]
     if failed:
         typer.echo(
             f"{len(failed)} of {len(results)} cells did not complete: {', '.join(failed)}; "
@@ -414,20 +396,21 @@ def bundles_compare(
 
 @bundles_app.command("list")
 def bundles_list(
-    root: Annotated[Path, typer.Argument(help="results directory")] = Path("results"),
+    root: Annotated[Path, typer.Argument(help="results directory")] = Path(RESULTS_DIR),
 ) -> None:
-    """List the bundles under ROOT with their status (dead: marked running, writer gone)."""
+    """List the bundles under ROOT with their status (dead: marked running, writer gone); a
+    damaged manifest field reads unknown, the problem column says which and why."""
     from workbench.results import list_bundles
 
-    frame = list_bundles(root)
-    typer.echo(_table(frame) if len(frame) else f"no bundles under {root}")
+    frame = list_bundles(root)  # a damaged field reads unknown, its `problem` says why
+    typer.echo(_table(frame.fillna({"problem": ""})) if len(frame) else f"no bundles under {root}")
 
 
 @bundles_app.command("show")
 def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")]) -> None:
     """Show a bundle's status, model, config summary and round table."""
-    from workbench.errors import NO_RESUME
     from workbench.results import Bundle
+    from workbench.results.statuses import resume_hint
 
     b = Bundle.open(bundle)
     cfg = b.config
@@ -453,8 +436,9 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
         typer.echo(note)
     if b.error:
         typer.echo(f"error:   {b.error}")
-    if b.status in ("failed", "cancelled", "dead") and NO_RESUME not in (b.error or ""):
-        typer.echo(f"resume:  {_resume_hint(b.path)}")
+    hint = resume_hint(b.status, b.error, b.path)
+    if hint is not None:
+        typer.echo(f"resume:  {hint}")
     frame = b.rounds()
     if not len(frame):
         typer.echo("no rounds completed")

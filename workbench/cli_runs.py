@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from workbench._files import RESULTS_DIR
+
 runs_app = typer.Typer(
     help="List, follow and cancel the runs of a results folder (started anywhere).",
     no_args_is_help=True,
@@ -19,7 +21,7 @@ RESULTS_HELP = "results directory a run id is looked up in"
 
 @runs_app.command("list")
 def runs_list(
-    root: Annotated[Path, typer.Argument(help="results directory")] = Path("results"),
+    root: Annotated[Path, typer.Argument(help="results directory")] = Path(RESULTS_DIR),
 ) -> None:
     """List the runs under ROOT with their status: running, complete, failed, cancelled or
     dead (marked running, but its writer is gone), and the launch that started each."""
@@ -35,12 +37,13 @@ def runs_list(
 @runs_app.command("follow")
 def runs_follow(
     run: Annotated[str, typer.Argument(help="a bundle folder, a launch folder or a run id")],
-    results: Annotated[Path, typer.Option(help=RESULTS_HELP)] = Path("results"),
+    results: Annotated[Path, typer.Option(help=RESULTS_HELP)] = Path(RESULTS_DIR),
     timeout: Annotated[
         float | None, typer.Option(help="give up after this many seconds (default: never)")
     ] = None,
 ) -> None:
     """Print RUN's events as they come until it ends; exit 0 when it completed, 1 otherwise."""
+    from workbench.results.statuses import RunStatus
     from workbench.runs.follower import follow
     from workbench.runs.status import resolve_run
     from workbench.runtime.events import RoundFinished, RunFinished, RunStarted, ShardProgress
@@ -70,14 +73,14 @@ def runs_follow(
     except TimeoutError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
-    if status != "complete":
+    if status != RunStatus.COMPLETE:
         raise typer.Exit(1)
 
 
 @runs_app.command("cancel")
 def runs_cancel(
     run: Annotated[str, typer.Argument(help="a launch folder, its bundle, or a run id")],
-    results: Annotated[Path, typer.Option(help=RESULTS_HELP)] = Path("results"),
+    results: Annotated[Path, typer.Option(help=RESULTS_HELP)] = Path(RESULTS_DIR),
 ) -> None:
     """Interrupt a run started by the launcher (SIGINT, as Ctrl-C: it stops as cancelled),
     once its process is proven to be that launch's `workbench run`; else nothing is sent."""

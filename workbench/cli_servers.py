@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from workbench._files import RESULTS_DIR
 from workbench._net import DASHBOARD_TOKEN_ENV, SERVE_API_KEY_ENV
 from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
 
@@ -59,7 +60,7 @@ TLS_ADVICE = (
 def dashboard_command(
     results: Annotated[
         Path, typer.Option(help="results directory: where runs go and the explorer looks")
-    ] = Path("results"),
+    ] = Path(RESULTS_DIR),
     port: Annotated[int, typer.Option(help="port")] = 5006,
     address: Annotated[
         str, typer.Option(help="address to bind; loopback unless told")

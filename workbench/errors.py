@@ -39,6 +39,11 @@ class ConfigError(WorkbenchError, ValueError):
 class BundleError(WorkbenchError):
     """A result bundle cannot be read, is incomplete, or fails verification."""
 
+    field: str | None = None
+    """The damaged manifest field, where one is: a listing names it beside the bundle."""
+    detail: str | None = None
+    """What that field must be and what it is."""
+
 
 class BundleLockedError(BundleError):
     """Another live process (its pid and host in the message) is writing the bundle."""

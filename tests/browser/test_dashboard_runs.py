@@ -63,6 +63,29 @@ def test_an_unreachable_endpoint_is_refused_before_anything_starts(
     watched.assert_no_errors()
 
 
+def test_a_prompt_too_long_for_the_context_is_refused_before_any_process_starts(
+    watched: Watched, dashboard: Served
+) -> None:
+    """The page refuses what `workbench run` refuses before writing (`Simulation.preflight`):
+    a 256-token context cannot hold round 20's prompt (its history of 19 rounds), so no
+    launch and no bundle."""
+    results = results_of(dashboard)
+    before = sorted(results.iterdir()) if results.exists() else []
+    launcher = run_tab(watched, dashboard)
+    fill(launcher, "Context tokens", 256)
+    fill(launcher, "Rounds", 20)
+    launcher.locator(".wb-launcher-run").get_by_role("button").click()
+    message = launcher.locator(".wb-launcher-message")
+    refusal = "model.n_ctx: 256 tokens cannot hold round 20's prompt"
+    message.get_by_text(refusal).wait_for(timeout=RUN_TIMEOUT_MS)
+    assert "set model.n_ctx to at least" in deep_text(message)
+    watched.shot("run-prompt-too-long")
+    assert launches(results) == [] and not (results / ".launches").exists()
+    assert (sorted(results.iterdir()) if results.exists() else []) == before  # no bundle
+    assert "running" not in status_text(launcher)
+    watched.assert_no_errors()
+
+
 def test_an_embedded_run_shows_shards_rounds_and_histogram_as_the_cli_would(
     watched: Watched, dashboard: Served, tmp_path: Path
 ) -> None:

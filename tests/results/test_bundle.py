@@ -412,6 +412,7 @@ def test_list_bundles(tmp_path: Path) -> None:
         "n_agents",
         "rounds_done",
         "path",
+        "problem",
     ]
     policy = {"engine": "none", "policy": "level_k"}
     with BundleWriter(tmp_path, make_config(), run_id="a", model=policy) as writer:
@@ -424,6 +425,11 @@ def test_list_bundles(tmp_path: Path) -> None:
     (tmp_path / "broken" / "manifest.json").write_text("nope")
 
     listing = list_bundles(tmp_path)
+    broken = listing.iloc[-1]  # listed, never hidden: why it reads unknown beside it
+    assert broken["path"] == str(tmp_path / "broken") and "invalid JSON" in broken["problem"]
+    assert broken["run_id"] == broken["status"] == broken["model"] == "unknown"
+    listing = listing.iloc[:-1]
+    assert listing["problem"].isna().all()
     assert listing["run_id"].tolist() == ["a", "b"]
     assert listing["status"].tolist() == ["complete", "running"]
     assert listing["model"].tolist() == ["level_k (policy)", "SmolLM2-135M"]  # never NaN
@@ -431,7 +437,7 @@ def test_list_bundles(tmp_path: Path) -> None:
     assert listing["rounds_done"].tolist() == [2, 0]
     assert listing["path"].tolist() == [str(tmp_path / "a"), str(tmp_path / "b")]
     live.close()  # given up unfinished: no one writes it any more
-    assert list_bundles(tmp_path)["status"].tolist() == ["complete", "dead"]
+    assert list_bundles(tmp_path)["status"].tolist() == ["complete", "dead", "unknown"]
 
 
 def test_redaction_keeps_the_name_of_the_variable_holding_a_key() -> None:

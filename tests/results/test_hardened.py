@@ -166,12 +166,42 @@ def test_typed_accessors(tmp_path: Path, write_honest_bundle) -> None:
     assert [r["round"] for r in bundle.rounds_done] == [1, 2]
 
 
-def test_a_damaged_bundle_is_left_out_of_the_listing(tmp_path: Path, write_honest_bundle) -> None:
+def test_a_damaged_field_is_listed_as_unknown_with_its_problem(
+    tmp_path: Path, write_honest_bundle
+) -> None:
+    """`list_bundles` never hides a bundle: a field its manifest does not hold readably reads
+    unknown, `problem` says which and why; a manifest that does not read at all is listed too."""
     from workbench.results import list_bundles
 
     write_honest_bundle(tmp_path, "good")
-    edit_manifest(write_honest_bundle(tmp_path, "bad"), rounds="three")
-    assert list_bundles(tmp_path)["run_id"].tolist() == ["good"]
+    edit_manifest(write_honest_bundle(tmp_path, "bad"), model="smollm2", rounds="three")
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "manifest.json").write_text("{not json", encoding="utf-8")
+    (tmp_path / "figures").mkdir()  # no manifest: not a bundle
+    listed = list_bundles(tmp_path).set_index("path")
+    assert sorted(Path(p).name for p in listed.index) == ["bad", "good", "junk"]
+    good, bad, junk = (listed.loc[str(tmp_path / name)] for name in ("good", "bad", "junk"))
+    assert pd.isna(good["problem"]) and good["status"] == "complete"
+    assert bad["run_id"] == "bad" and bad["status"] == "complete"
+    assert bad["model"] == "unknown" and bad["rounds_done"] == "unknown"
+    assert bad["problem"] == "model must be an object, got str; rounds must be a list, got str"
+    assert junk["run_id"] == junk["status"] == "unknown" and "invalid JSON" in junk["problem"]
+
+
+def test_bundles_list_shows_a_bundle_whose_model_is_plain_text(
+    tmp_path: Path, write_honest_bundle
+) -> None:
+    """`workbench bundles list` shows it, its model unknown and the problem beside it."""
+    from cli_helpers import in_process
+
+    write_honest_bundle(tmp_path, "good")
+    edit_manifest(write_honest_bundle(tmp_path, "bad"), model="smollm2")
+    result = in_process(["bundles", "list", tmp_path], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    header, *lines = result.stdout.splitlines()
+    assert header.split()[-1] == "problem" and len(lines) == 2
+    (bad,) = [line for line in lines if str(tmp_path / "bad") in line]
+    assert " unknown " in bad and bad.endswith("model must be an object, got str")
 
 
 # --------------------------------------------------------------------------- bad output paths

@@ -24,8 +24,6 @@ def test_format_names_have_one_home() -> None:
     """The format's names are layout's; the reader takes what it uses and hands none on."""
     names = (
         "SCHEMA_VERSION",
-        "STATUSES",
-        "FINAL_STATUSES",
         "MANIFEST",
         "CONFIG_FILE",
         "PERSONAS_FILE",
@@ -42,7 +40,7 @@ def test_format_names_have_one_home() -> None:
     )
     for name in names:
         assert getattr(layout, name) is not None, name
-    for name in ("ROUND_SCHEMA", "FINAL_STATUSES", "response_table", "rounds_table", "redact"):
+    for name in ("ROUND_SCHEMA", "response_table", "rounds_table", "redact"):
         assert not hasattr(bundle, name), name
     assert bundle.LIST_COLUMNS and bundle.Bundle and bundle.list_bundles
 

@@ -174,6 +174,17 @@ def test_an_unreachable_endpoint_fails_before_anything_starts(
         assert check_model(reachable) == f"reachable: {server.url} serve m"
 
 
+def test_a_prompt_too_long_for_the_context_is_refused_before_anything_starts(
+    launch_results_dir: Path, make_config: Callable[..., RunConfig]
+) -> None:
+    """The launcher refuses what `workbench run` refuses (`Simulation.preflight`): round 20's
+    prompt, with its history, does not fit a 256-token context."""
+    config = make_config(policy={"kind": "llm"}, model={"n_ctx": 256}, rounds=20)
+    with pytest.raises(ConfigError, match="model.n_ctx: 256 tokens cannot hold round 20's"):
+        launch(config, launch_results_dir)
+    assert not launch_results_dir.exists()  # no launch record, no bundle, no process
+
+
 def test_a_run_that_exits_before_its_bundle_reads_failed_with_its_log_line(
     launch_results_dir: Path, make_config: Callable[..., RunConfig]
 ) -> None:

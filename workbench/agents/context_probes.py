@@ -43,7 +43,6 @@ def probe_requests(
     config: RunConfig,
     personas: pd.DataFrame,
     params: SamplingParams,
-    population_note: str | None = None,
 ) -> list[ChatRequest]:
     """The run's worst-case chats (see the module); none for a policy that asks no model."""
     if not isinstance(config.policy, LLMPolicySpec):
@@ -51,13 +50,13 @@ def probe_requests(
     game = config.game
     policy = LLMPolicy(_NoModel(), params, extract_number=config.policy.extract_number)
     shard = AgentShard(0, _longest_personas(personas), game.rounds)
-    first = RoundContext(1, config.seed, game, config.n_agents, (), population_note)
+    first = RoundContext.of(config)
     requests = policy.requests(shard, first)
     last = game.rounds
     for fill in (longest_number(game), math.nan):
         shard.guesses[:, :] = fill
         history = (fill,) * (last - 1)
-        ctx = RoundContext(last, config.seed, game, config.n_agents, history, population_note)
+        ctx = RoundContext.of(config, last, history)
         requests += policy.requests(shard, ctx)
     if policy.extract_number != "never":
         answer = " ".join([format_number(longest_number(game))] * params.max_tokens)

@@ -6,6 +6,7 @@ distributed). Policies act on a whole shard at once; nothing here loops over age
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,7 +14,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from workbench.config import GameSpec
+from workbench.config import GameSpec, RunConfig
+from workbench.population import prompt_note
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,21 @@ class RoundContext:
     n_players: int
     previous_targets: tuple[float, ...] = ()
     population_note: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        config: RunConfig,
+        number: int = 1,
+        targets: Sequence[float] = (),
+        game: GameSpec | None = None,
+    ) -> RoundContext:
+        """Round `number` of a run of `config` after `targets` (the earlier rounds' winning
+        numbers): its seed, game (`game` where a fork changed it), players and population
+        note, all from the config; every round a run, an estimate or a probe asks is this."""
+        game = game if game is not None else config.game
+        note = prompt_note(config)
+        return cls(number, config.seed, game, config.n_agents, tuple(targets), note)
 
     @property
     def previous_target(self) -> float | None:

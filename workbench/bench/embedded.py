@@ -37,7 +37,6 @@ from workbench.game import RoundStats
 from workbench.llm import make_model
 from workbench.llm.embedded.engine import EngineCounters
 from workbench.llm.embedded.llamacpp import LlamaCppModel
-from workbench.population import population_note
 from workbench.runtime import Simulation
 
 COMPARED = ["agent_id", "round", "raw", "guess"]
@@ -236,8 +235,7 @@ def baseline_s_per_agent(config: RunConfig, model: LlamaCppModel, agents: int) -
     assert isinstance(policy, LLMPolicy)  # checked by bench_config
     cfg = sim.config
     shard = split_into_shards(sim.personas.head(agents), agents, 1)[0]
-    note = population_note(sim.population) if cfg.game.prompt.population_note else None
-    requests = policy.requests(shard, RoundContext(1, cfg.seed, cfg.game, cfg.n_agents, (), note))
+    requests = policy.requests(shard, RoundContext.of(cfg))
     model.reuse_prefix = False
     try:
         start = time.perf_counter()

@@ -25,7 +25,6 @@ from workbench.agents.shard import AgentShard, RoundContext
 from workbench.bench.embedded import bench_config
 from workbench.errors import ConfigError
 from workbench.llm.distribution.embedded import WholePromptModel, WholePromptScorer
-from workbench.population import prompt_note
 from workbench.results.exact import ExactRound
 from workbench.runtime import Simulation
 from workbench.runtime.blocking import run_blocking
@@ -105,7 +104,7 @@ async def anoise(
     policy = make_policy(cfg, model)
     assert isinstance(policy, LLMPolicy)
     shard = AgentShard(0, personas, 1)
-    ctx = RoundContext(1, cfg.seed, cfg.game, cfg.n_agents, (), prompt_note(cfg))
+    ctx = RoundContext.of(cfg)
     model.load()
     pieces = _exact(await walk_prompts(policy, shard, ctx), personas)
     whole_scorer = WholePromptScorer(WholePromptModel(model))

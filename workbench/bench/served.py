@@ -134,7 +134,7 @@ def served_bench(
         shard = split_into_shards(sim.personas, n, 1)[0]
         model = OpenAICompatModel.from_spec(config.model)
         asyncio.run(model.check())  # the constraint mode the server honours, proven
-        requests = LLMPolicy(model).requests(shard, RoundContext(1, seed, config.game, n))
+        requests = LLMPolicy(model).requests(shard, RoundContext.of(sim.config))
         params = sampling_params(config.model)
         bodies = [model.body(r, params, base) for r in requests]
         mode = model.mode_for(requests[0], base)  # what the answers are sent with

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
+from workbench._files import RESULTS_DIR
 from workbench.config.backend import BackendSpec
 from workbench.config.base import SHARE_TOLERANCE, StrictModel, UnionTags, parse_number
 from workbench.config.game import GameSpec
@@ -33,7 +34,7 @@ class OutputSpec(StrictModel):
     """Where bundles go, and what they keep beside the answers."""
 
     dir: str = Field(
-        "results",
+        RESULTS_DIR,
         description="directory that holds result bundles (relative to the current directory); "
         "each run adds a folder <name>-<yyyymmdd-HHMMSS>-<4 hex>",
     )

@@ -23,6 +23,7 @@ from workbench._files import atomic_write_text
 from workbench.errors import BundleError, ConfigError
 from workbench.experiment.grid import Cell, flatten
 from workbench.results import Bundle
+from workbench.results.statuses import RunStatus
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -172,11 +173,11 @@ class Experiment:
             try:
                 stats = bundle_row(path)
             except BundleError as exc:
-                stats = {"status": "failed", "error": str(exc)}
+                stats = {"status": RunStatus.FAILED, "error": str(exc)}
             if error is not None and not stats.get("error"):
                 stats["error"] = error
         else:
-            stats = {"status": PENDING if error is None else "failed", "error": error}
+            stats = {"status": PENDING if error is None else RunStatus.FAILED, "error": error}
         return {"cell": cell.id, "bundle": cell.bundle, **stats}
 
     def rows(self) -> dict[str, dict[str, Any]]:

@@ -32,6 +32,7 @@ from workbench.errors import BundleError, BundleLockedError, ConfigError, one_li
 from workbench.experiment.folder import Experiment
 from workbench.experiment.grid import Cell, GridSpec, expand_grid, load_grid, stored_config
 from workbench.results import Bundle
+from workbench.results.statuses import RunStatus
 from workbench.runtime import Simulation
 
 
@@ -77,7 +78,7 @@ class CellResult:
     def summary(self) -> str:
         """One line for a console: `[3/8] complete ran <cell id>  mean=.. target=.. n_valid=..`."""
         head = f"[{self.number}/{self.total}] {self.status:<9} {self.action:<9} {self.cell.id}"
-        if self.status != "complete":
+        if self.status != RunStatus.COMPLETE:
             return f"{head}  {self.error or ''}".rstrip()
         row = self.row
         return (

@@ -9,6 +9,7 @@ Parquet file is readable with pandas, pyarrow, polars or duckdb alone.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,6 @@ from workbench.results.layout import (
     RESPONSES_DIR,
     ROUNDS_FILE,
     SCHEMA_VERSION,
-    STATUSES,
     bundle_file,
     conform,
     exact_paths,
@@ -42,6 +42,7 @@ from workbench.results.layout import (
     walk,
     with_later_stats,
 )
+from workbench.results.statuses import MANIFEST_STATUSES, RunStatus
 
 LIST_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -51,8 +52,12 @@ LIST_COLUMNS: tuple[str, ...] = (
     "n_agents",
     "rounds_done",
     "path",
+    "problem",
 )
-"""Columns of `list_bundles`' table."""
+"""Columns of `list_bundles`' table (`problem`: why a field reads UNKNOWN, else None)."""
+
+UNKNOWN = "unknown"
+"""What `list_bundles` shows for a field its manifest does not hold readably."""
 
 
 def _not_a_bundle(path: Path, why: str) -> BundleError:
@@ -137,11 +142,15 @@ class Bundle:
     # ------------------------------------------------------------------ manifest fields
 
     def _damaged(self, name: str, want: str, got: str) -> BundleError:
-        """The one-line error for a manifest field of the wrong type or value."""
-        return BundleError(
-            f"{self.path / MANIFEST}: field {name!r} must be {want}, got {got}; "
-            "the bundle is damaged - rerun or restore it"
+        """The one-line error for a manifest field of the wrong type or value (naming the
+        field in `field` and `detail`, so a listing can show it beside the bundle)."""
+        detail = f"must be {want}, got {got}"
+        error = BundleError(
+            f"{self.path / MANIFEST}: field {name!r} {detail}; the bundle is damaged - rerun or "
+            "restore it"
         )
+        error.field, error.detail = name, detail
+        return error
 
     def _field(self, name: str, kind: type, *, default: Any = None, optional: bool = False) -> Any:
         """A manifest field checked to be of `kind` (None allowed when `optional`)."""
@@ -159,16 +168,16 @@ class Bundle:
         return str(self._field("run_id", str))
 
     @property
-    def recorded_status(self) -> str:
+    def recorded_status(self) -> RunStatus:
         """The status the manifest records: running, complete, failed or cancelled (running
         after a killed run too; `status` tells that one from a live run)."""
         value = self.manifest.get("status")
-        if value not in STATUSES:
-            raise self._damaged("status", f"one of {', '.join(STATUSES)}", repr(value))
-        return str(value)
+        if value not in MANIFEST_STATUSES:
+            raise self._damaged("status", f"one of {', '.join(MANIFEST_STATUSES)}", repr(value))
+        return RunStatus(value)
 
     @property
-    def status(self) -> str:
+    def status(self) -> RunStatus:
         """The run's status now (`results.status.run_status`): running, complete, failed,
         cancelled, or dead when the manifest reads running but its writer is gone."""
         from workbench.results.status import run_status
@@ -178,7 +187,7 @@ class Bundle:
     @property
     def is_complete(self) -> bool:
         """Whether the run finished normally."""
-        return self.recorded_status == "complete"
+        return self.recorded_status is RunStatus.COMPLETE
 
     @property
     def created_at(self) -> str | None:
@@ -419,33 +428,54 @@ def model_label(model: dict[str, Any]) -> str:
 
 
 def _list_row(bundle: Bundle) -> dict[str, Any]:
-    """One bundle's row of `list_bundles` (its manifest read once); BundleError when the
-    manifest is damaged."""
+    """One bundle's row of `list_bundles` (its manifest read once): a damaged field reads
+    UNKNOWN and `problem` names it and why, so the bundle is never dropped from the list."""
+    problems: list[str] = []
+
+    def read(name: str, value: Callable[[], Any]) -> Any:
+        try:
+            return value()
+        except BundleError as exc:
+            problems.append(f"{exc.field or name} {exc.detail or exc}")
+            return UNKNOWN
+
     config = bundle.manifest.get("config")
-    return {
-        "run_id": bundle.run_id,
-        "status": bundle.status,
-        "model": model_label(bundle.model),
-        "created_at": bundle.created_at,
+    row = {
+        "run_id": read("run_id", lambda: bundle.run_id),
+        "status": read("status", lambda: bundle.status),
+        "model": read("model", lambda: model_label(bundle.model)),
+        "created_at": read("created_at", lambda: bundle.created_at),
         "n_agents": config.get("n_agents") if isinstance(config, dict) else None,
-        "rounds_done": bundle.rounds_count,
+        "rounds_done": read("rounds", lambda: bundle.rounds_count),
         "path": str(bundle.path),
     }
+    return {**row, "problem": "; ".join(problems) or None}
+
+
+def _unreadable_row(path: Path, error: BundleError) -> dict[str, Any]:
+    """The row of a folder whose manifest.json does not read as a bundle at all."""
+    row: dict[str, Any] = dict.fromkeys(LIST_COLUMNS, UNKNOWN)
+    return {**row, "n_agents": None, "path": str(path), "problem": str(error)}
 
 
 def list_bundles(root: str | Path) -> pd.DataFrame:
-    """One row per bundle under `root` (run_id, status, model, created_at, n_agents,
-    rounds_done, path); `model` names what answered (`model_label`: a policy run says so).
+    """One row per bundle under `root` (LIST_COLUMNS); `model` names what answered
+    (`model_label`: a policy run says so).
 
-    Directories that are not bundles (or whose manifest is damaged) are skipped; a missing
-    root gives an empty frame.
+    Every folder with a manifest.json is listed: a field its manifest does not hold readably
+    reads UNKNOWN, and `problem` says which and why (a manifest that does not read at all:
+    every field). Folders without one (and hidden ones) are not bundles; a missing root gives
+    an empty frame.
     """
     rows = []
     root = Path(root)
     for path in sorted(root.iterdir()) if root.is_dir() else []:
+        manifest = path / MANIFEST
+        if path.name.startswith(".") or not (manifest.exists() or manifest.is_symlink()):
+            continue
         try:
             rows.append(_list_row(Bundle.open(path)))
-        except BundleError:
-            continue
+        except BundleError as exc:
+            rows.append(_unreadable_row(path, exc))
     frame = pd.DataFrame(rows, columns=list(LIST_COLUMNS))
     return frame.sort_values(["created_at", "run_id"], ignore_index=True) if rows else frame

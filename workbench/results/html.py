@@ -13,22 +13,10 @@ from typing import Any
 
 from workbench.config.html import fields, more, spec_summary, table, text, title
 from workbench.errors import WorkbenchError, one_line
+from workbench.results.round_table import ROUND_TABLE
 
 ROUND_HEAD = 10
 """Most rounds the view lists (the rest are counted in a note)."""
-
-ROUND_HTML_COLUMNS: tuple[str, ...] = (
-    "round",
-    "n",
-    "n_valid",
-    "n_failed",
-    "mean",
-    "target",
-    "winning_guess",
-    "n_winners",
-    "seconds",
-)
-"""Round statistics the view shows, as the CLI's live round table does."""
 
 
 def cell(value: Any) -> str:
@@ -66,10 +54,10 @@ def bundle_html(
     ]
     if error:
         lines.insert(1, ("error", error))
-    head = [[cell(r.get(c)) for c in ROUND_HTML_COLUMNS] for r in rounds[:ROUND_HEAD]]
+    head = [[cell(r.get(c)) for c in ROUND_TABLE.values()] for r in rounds[:ROUND_HEAD]]
     parts = [title("Bundle", run_id, status), fields(lines)]
     if rounds:
-        parts.append(table(ROUND_HTML_COLUMNS, head, more(len(rounds) - ROUND_HEAD, "rounds")))
+        parts.append(table(tuple(ROUND_TABLE), head, more(len(rounds) - ROUND_HEAD, "rounds")))
     return "<div>" + "".join(parts) + "</div>"
 
 

@@ -29,12 +29,6 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 """Version of the bundle layout; `Bundle.open` refuses any other."""
 
-STATUSES: tuple[str, ...] = ("running", "complete", "failed", "cancelled")
-"""Every status a manifest can hold."""
-
-FINAL_STATUSES: tuple[str, ...] = ("complete", "failed", "cancelled")
-"""The statuses `finish()` may set."""
-
 MANIFEST = "manifest.json"
 CONFIG_FILE = "config.yaml"
 PERSONAS_FILE = "personas.parquet"

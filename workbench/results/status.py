@@ -1,4 +1,4 @@
-"""The one status of a run: running, complete, failed, cancelled or dead.
+"""The one status of a run now: running, complete, failed, cancelled or dead (`RunStatus`).
 
 A bundle's manifest records what its writer said last (running, then complete, failed or
 cancelled when `finish()` ran). A writer killed with SIGKILL (or a machine that lost power)
@@ -18,15 +18,10 @@ import json
 from pathlib import Path
 
 from workbench.results import lock
-from workbench.results.layout import LOCK_FILE, MANIFEST, STATUSES
+from workbench.results.layout import LOCK_FILE, MANIFEST
+from workbench.results.statuses import MANIFEST_STATUSES, RunStatus
 
-__all__ = ["DEAD", "FINAL", "RUN_STATUSES", "run_status", "writer_alive"]
-
-DEAD = "dead"
-RUN_STATUSES: tuple[str, ...] = (*STATUSES, DEAD)
-"""Every status a run can have: running, complete, failed, cancelled, dead."""
-FINAL: tuple[str, ...] = ("complete", "failed", "cancelled", DEAD)
-"""The statuses of a run that is over (a dead run can be resumed, but nothing writes it now)."""
+__all__ = ["run_status", "writer_alive"]
 
 
 def writer_alive(bundle: str | Path) -> bool | None:
@@ -40,26 +35,26 @@ def writer_alive(bundle: str | Path) -> bool | None:
     return lock.holder_alive(holder, path)
 
 
-def _recorded(bundle: Path) -> str | None:
+def _recorded(bundle: Path) -> RunStatus | None:
     """The status the manifest records (None when it does not read)."""
     try:
         data = json.loads((bundle / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     status = data.get("status") if isinstance(data, dict) else None
-    return status if status in STATUSES else None
+    return RunStatus(status) if status in MANIFEST_STATUSES else None
 
 
-def run_status(bundle: str | Path, recorded: str | None = None) -> str:
+def run_status(bundle: str | Path, recorded: str | None = None) -> RunStatus:
     """The run's status now: the manifest's (`recorded`, read when not given), except that a
     run recorded as running whose writer is gone reads "dead". `recorded` must be one of
-    STATUSES; a manifest that does not read gives ValueError (`Bundle.status` says it in the
-    bundle's terms first)."""
+    MANIFEST_STATUSES; a manifest that does not read gives ValueError (`Bundle.status` says it
+    in the bundle's terms first)."""
     path = Path(bundle)
-    status = recorded if recorded is not None else _recorded(path)
+    status = RunStatus(recorded) if recorded is not None else _recorded(path)
     if status is None:
         raise ValueError(f"{path / MANIFEST}: no readable status")
-    if status != "running" or writer_alive(path) is not False:
+    if status is not RunStatus.RUNNING or writer_alive(path) is not False:
         return status
     again = _recorded(path)  # the writer may have finished (and released) between the reads
-    return again if again not in (None, "running") else DEAD
+    return again if again not in (None, RunStatus.RUNNING) else RunStatus.DEAD

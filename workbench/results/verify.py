@@ -31,6 +31,7 @@ from workbench.results.layout import (
     round_of_dir,
     symlinks,
 )
+from workbench.results.statuses import RunStatus, resume_command
 
 STAT_FIELDS: tuple[str, ...] = ROUND_STAT_FIELDS
 """rounds.parquet columns that verify recomputes from the responses (game's statistics)."""
@@ -76,10 +77,10 @@ def _check_status(bundle: Bundle, problems: list[str]) -> None:
     if bundle.is_complete:
         return
     status = bundle.status
-    if status == "running":
+    if status is RunStatus.RUNNING:
         detail = "finish() never ran: the run is still going"
-    elif status == "dead":
-        detail = f"its writer died; resume it with workbench run --resume {bundle.path}"
+    elif status is RunStatus.DEAD:
+        detail = f"its writer died; resume it with {resume_command(bundle.path)}"
     else:
         detail = bundle.error or "no error recorded"
     problems.append(f"incomplete: status is {status} ({detail})")

@@ -38,7 +38,6 @@ from workbench.results.layout import (
     EVENTS_FILE,
     EXACT_DIR,
     FIGURES_DIR,
-    FINAL_STATUSES,
     GROUPS_FILE,
     MANIFEST,
     MANIFEST_KEYS,
@@ -61,6 +60,7 @@ from workbench.results.layout import (
     rounds_table,
 )
 from workbench.results.redact import redact
+from workbench.results.statuses import FINISH_STATUSES, RunStatus, resume_command
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -139,14 +139,14 @@ def _versions(given: Mapping[str, Any] | None) -> dict[str, Any]:
     return versions | extra
 
 
-def final_status(error: BaseException | None) -> str:
+def final_status(error: BaseException | None) -> RunStatus:
     """How a run that ended with `error` is marked: complete without one, cancelled for Ctrl-C
     or a cancel, failed otherwise."""
     if error is None:
-        return "complete"
+        return RunStatus.COMPLETE
     if isinstance(error, KeyboardInterrupt | asyncio.CancelledError):
-        return "cancelled"
-    return "failed"
+        return RunStatus.CANCELLED
+    return RunStatus.FAILED
 
 
 def _redacted_config(config: RunConfig) -> tuple[dict[str, Any], str]:
@@ -205,7 +205,7 @@ def check_run_id(run_id: str, root: str | Path, field: str = "run_id") -> None:
     if (root / run_id).exists() or (root / run_id).is_symlink():
         raise ConfigError(
             f"{field}: {root / run_id} already exists; a bundle is never overwritten, choose "
-            "another run id (or resume it with workbench run --resume)"
+            f"another run id (or resume it with {resume_command(root / run_id)})"
         )
 
 
@@ -253,7 +253,7 @@ class BundleWriter:
             self._manifest = {
                 "schema_version": SCHEMA_VERSION,
                 "run_id": run_id,
-                "status": "running",
+                "status": RunStatus.RUNNING,
                 "created_at": now,
                 "updated_at": now,
                 "finished_at": None,
@@ -328,7 +328,9 @@ class BundleWriter:
         earlier = earlier if isinstance(earlier, list) else []
         entry = {"at": _now(), "after_round": len(done)}
         resumed = [*earlier, entry | ({"changes": dict(changes)} if changes else {})]
-        manifest.update(status="running", finished_at=None, error=None, files={}, resumed=resumed)
+        manifest.update(
+            status=RunStatus.RUNNING, finished_at=None, error=None, files={}, resumed=resumed
+        )
         exact = manifest.get("exact")
         if isinstance(exact, dict) and isinstance(exact.get("rounds"), list):
             manifest["exact"] = {**exact, "rounds": [r for r in exact["rounds"] if r in done]}
@@ -506,7 +508,7 @@ class BundleWriter:
 
     def finish(
         self,
-        status: str = "complete",
+        status: str = RunStatus.COMPLETE,
         error: str | None = None,
         event: Mapping[str, Any] | None = None,
     ) -> None:
@@ -517,8 +519,9 @@ class BundleWriter:
         """
         with self._events:
             self._check_open()
-            if status not in FINAL_STATUSES:
-                raise BundleError(f"finish status must be one of {FINAL_STATUSES}, got {status!r}")
+            if status not in FINISH_STATUSES:
+                wanted = ", ".join(FINISH_STATUSES)
+                raise BundleError(f"finish status must be one of {wanted}, got {status!r}")
             if event is not None:
                 self._append(event)
             self._manifest.update(

@@ -20,6 +20,7 @@ import pandas as pd
 from workbench._net import LOOPBACK_NAMES
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.results import Bundle
+from workbench.results.statuses import RunStatus
 
 __all__ = [
     "ACTOR_COLUMNS",
@@ -194,7 +195,8 @@ def named_actors(results_dir: str | Path) -> pd.DataFrame:
         if run_id not in statuses:
             statuses[run_id] = _run_status(root, run_id)
         status = statuses[run_id]
-        idle = status not in ("running", "unknown")
+        known = RunStatus.of(status)
+        idle = known is not None and known.is_final
         rows.append(
             {"name": entry["name"], "run_id": run_id, "shard": shard, "run_status": status}
             | {"idle": idle}

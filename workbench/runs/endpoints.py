@@ -19,6 +19,7 @@ import pandas as pd
 
 from workbench.config import LLMPolicySpec, ModelSpec, RunConfig, load_run_config
 from workbench.errors import BundleError, ConfigError, ModelError
+from workbench.results.statuses import RunStatus
 from workbench.runs.cancelling import refusal
 from workbench.runs.launcher import run_coroutine
 from workbench.runs.records import CONFIG_FILE
@@ -73,7 +74,7 @@ def endpoints(results_dir: str | Path, *, timeout_s: float = HEALTH_TIMEOUT_S) -
     rows: list[dict[str, Any]] = []
     checks: list[tuple[dict[str, Any], str, ModelSpec]] = []
     for state in launches(results_dir):
-        if state.status != "running" or state.launch is None or refusal(state.launch):
+        if state.status is not RunStatus.RUNNING or state.launch is None or refusal(state.launch):
             continue  # only a live run proven to be this folder's launch
         try:
             config = load_run_config(state.launch.folder / CONFIG_FILE)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from workbench.results import read_events
 from workbench.results.layout import EVENTS_FILE
-from workbench.results.status import DEAD
+from workbench.results.statuses import RunStatus
 from workbench.runtime.events import (
     Event,
     RunFinished,
@@ -126,14 +126,14 @@ def follow(
             if isinstance(event, RunFinished):
                 return
         state = follower.state
-        if not events and state.status == "running" and state.true_status == DEAD:
+        if not events and state.status == RunStatus.RUNNING and state.true_status == RunStatus.DEAD:
             late = follower.events()  # it may have finished meanwhile
             yield from late
             if any(isinstance(e, RunFinished) for e in late):
                 return
             yield RunFinished(
                 run_id=state.run_id or "",
-                status=DEAD,
+                status=RunStatus.DEAD,
                 rounds_done=state.rounds_done,
                 error=f"the writing process (pid {state.pid}) died without finishing",
                 bundle=str(follower.bundle),

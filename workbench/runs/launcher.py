@@ -1,12 +1,13 @@
 """Start a run as a detached `workbench run` process with a run id chosen here.
 
-`launch(config, results_dir)` validates the config (the CLI's ConfigErrors; the launch limits;
-an LLM model's `check()`, so an unreachable endpoint fails here, naming its URL, before any
-process starts), writes it into `results_dir/.launches/<run_id>/config.yaml` beside
-`launch.json` (pid, start time, command) and starts `python -m workbench.cli run config.yaml
---out results_dir --run-id <run_id> --no-progress` in its own session, output to `run.log`. The
-run outlives the page and the dashboard; its bundle is `results_dir/<run_id>`, known before it
-starts (no searching), and is exactly the CLI's for the same config and seed.
+`launch(config, results_dir)` refuses first whatever `workbench run` refuses before writing
+(the run's own `Simulation.preflight`: an unreachable endpoint naming its URL, a prompt too long
+for the context) and a launch over the limits, before any process starts; then writes the config
+into `results_dir/.launches/<run_id>/config.yaml` beside `launch.json` (pid, start time,
+command) and starts `python -m workbench.cli run config.yaml --out results_dir --run-id <run_id>
+--no-progress` in its own session, output to `run.log`. The run outlives the page and the
+dashboard; its bundle is `results_dir/<run_id>`, known before it starts (no searching), and is
+exactly the CLI's for the same config and seed.
 
 Limits: at most `max_live` launches running at once in one results folder and at most
 `max_agent_rounds` agent-rounds (n_agents x rounds) per launch, unless the owner raises them
@@ -122,8 +123,9 @@ def check_limits(
 
 def validate_launch(config: RunConfig, results_dir: str | Path, *, model: bool = True) -> Path:
     """Everything `workbench run` would refuse before writing, refused here first: the config
-    (re-validated), the population's columns, the shard size, the results folder and, with
-    `model`, the model's `check()`. Returns the results folder (absolute)."""
+    (re-validated), the results folder and the run's own `Simulation.preflight` (with
+    `model`: the model answers, the prompts fit its context, the estimate is under
+    max_estimated_seconds). Returns the results folder (absolute)."""
     config = validate(RunConfig, config.model_dump(mode="json"), "run config")
     results = Path(results_dir).expanduser().absolute()
     for parent in (results, *results.parents):
@@ -133,10 +135,12 @@ def validate_launch(config: RunConfig, results_dir: str | Path, *, model: bool =
             if not os.access(parent, os.W_OK):
                 raise ConfigError(f"results_dir: {parent} is not writable; name another folder")
             break
-    Simulation(config).check()
-    config.backend.shard_size(config.n_agents)
-    if model:
-        check_model(config)
+    sim = Simulation(config)
+    try:
+        sim.preflight(model=model)  # the run's own refusals, before any process starts
+    finally:
+        if model and sim.model is not None:
+            sim.model.close()  # a page must not keep an engine it does not run
     return results
 
 

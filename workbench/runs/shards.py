@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.results import list_bundles
+from workbench.results.statuses import RunStatus
 from workbench.runs.cluster import node_addresses, this_host_addresses
 from workbench.runs.follower import RunFollower
 from workbench.runs.processes import process_usage
@@ -41,7 +42,8 @@ FOLLOWERS_KEPT = 64
 def shown_state(shard_state: str, run_status: str) -> str:
     """A shard's state as a page shows it: "stopped" when it was still playing and its run
     is no longer running (failed, cancelled, dead), so it never looks live."""
-    return "stopped" if shard_state == "playing" and run_status != "running" else shard_state
+    stopped = shard_state == "playing" and run_status != RunStatus.RUNNING
+    return "stopped" if stopped else shard_state
 
 
 def _followed(paths: Iterable[Path]) -> list[RunFollower]:
@@ -64,7 +66,7 @@ def _shown_runs(results_dir: str | Path, recent: int) -> list[tuple[Path, str]]:
     if listed.empty:
         return []
     status = dict(zip(listed["path"], listed["status"], strict=True))
-    running = listed.loc[listed["status"] == "running", "path"].tolist()
+    running = listed.loc[listed["status"] == RunStatus.RUNNING, "path"].tolist()
     newest = listed["path"].tolist()[-recent:] if recent > 0 else []
     return [(Path(p), str(status[p])) for p in dict.fromkeys([*running, *newest])]
 
@@ -93,7 +95,7 @@ def _shard_row(
         follower.state.host == socket.gethostname() if local else nodes.get(str(shard.node)) in here
     )
     usage = None
-    if status == "running" and pid and here_now:
+    if status == RunStatus.RUNNING and pid and here_now:
         if pid not in measured:
             measured[pid] = process_usage(pid)
         usage = measured[pid]
@@ -150,4 +152,4 @@ def running_runs(results_dir: str | Path) -> pd.DataFrame:
     """The runs in `results_dir` whose writer is still at it (`list_bundles`' columns; their
     status is the one status, so a run whose writer died reads "dead" and is left out)."""
     listed = list_bundles(results_dir)
-    return listed[listed["status"] == "running"].reset_index(drop=True)
+    return listed[listed["status"] == RunStatus.RUNNING].reset_index(drop=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench._files import RESULTS_DIR
 from workbench._processes import (
     START_SLACK_S,
     iso_epoch,
@@ -28,7 +29,7 @@ from workbench._processes import (
 from workbench.errors import BundleError, ConfigError
 from workbench.results import Bundle, list_bundles
 from workbench.results.layout import MANIFEST, RUN_ID_PATTERN
-from workbench.results.status import DEAD, FINAL
+from workbench.results.statuses import RunStatus, resume_hint
 from workbench.runs.follower import run_state
 from workbench.runs.records import (
     CANCEL_FILE,
@@ -43,7 +44,6 @@ from workbench.runtime.events import RunState
 __all__ = [
     "LIST_COLUMNS",
     "LaunchState",
-    "RESUME",
     "bundle_state",
     "launch_alive",
     "launch_state",
@@ -57,8 +57,6 @@ __all__ = [
     "wait_for",
 ]
 
-RESUME = "workbench run --resume"
-"""The command that finishes a failed, cancelled or dead bundle (said with every such error)."""
 LAUNCH_START_S = 30.0
 """Longest a launch's process may start after its record's time (the launcher stamps the record
 just before it starts the process; a busy machine may take seconds to fork)."""
@@ -75,7 +73,7 @@ class LaunchState:
     did not complete."""
 
     launch: Launch | None
-    status: str
+    status: RunStatus
     bundle: Path | None = None
     run: RunState | None = None
     error: str | None = None
@@ -96,7 +94,7 @@ class LaunchState:
     @property
     def finished(self) -> bool:
         """Whether the run is over (complete, failed, cancelled or dead)."""
-        return self.status in FINAL
+        return self.status.is_final
 
     @property
     def launch_id(self) -> str | None:
@@ -129,12 +127,13 @@ def bundle_state(
         opened = Bundle.open(bundle)
         status, error = opened.status, opened.error or run.error
     except BundleError as exc:
-        status, error = "failed", str(exc)
-    if status == DEAD:
+        status, error = RunStatus.FAILED, str(exc)
+    if status is RunStatus.DEAD:
         who = f"the run's process (pid {run.pid})" if run.pid else "the run's process"
         error = f"{who} died without finishing after {run.rounds_done} of {run.rounds} rounds"
-    if status in ("failed", "cancelled", DEAD) and RESUME not in (error or ""):
-        error = f"{error or status}; resume it with {RESUME} {bundle}"
+    hint = resume_hint(status, error, bundle, unless_said=True)
+    if hint is not None:
+        error = f"{error or status}; resume it with {hint}"
     return LaunchState(
         launch=launch,
         status=status,
@@ -176,12 +175,14 @@ def launch_state(record: Launch) -> LaunchState:
     if (record.bundle / MANIFEST).is_file():
         return bundle_state(record.bundle, record)
     if alive:
-        return LaunchState(launch=record, status="running", rounds=record.rounds)
+        return LaunchState(launch=record, status=RunStatus.RUNNING, rounds=record.rounds)
     if (record.folder / CANCEL_FILE).exists():
         error = log_error(record.log_path) or "cancelled before the run started"
-        return LaunchState(launch=record, status="cancelled", error=error, rounds=record.rounds)
+        return LaunchState(
+            launch=record, status=RunStatus.CANCELLED, error=error, rounds=record.rounds
+        )
     error = log_error(record.log_path) or "the run's process exited before writing a bundle"
-    return LaunchState(launch=record, status="failed", error=error, rounds=record.rounds)
+    return LaunchState(launch=record, status=RunStatus.FAILED, error=error, rounds=record.rounds)
 
 
 def launches(results_dir: str | Path, limit: int | None = None) -> list[LaunchState]:
@@ -194,7 +195,7 @@ def launches(results_dir: str | Path, limit: int | None = None) -> list[LaunchSt
 
 def live_launches(results_dir: str | Path) -> list[LaunchState]:
     """The launches under `results_dir` whose run is running now."""
-    return [s for s in launches(results_dir) if s.status == "running"]
+    return [s for s in launches(results_dir) if s.status is RunStatus.RUNNING]
 
 
 def list_runs(results_dir: str | Path) -> pd.DataFrame:
@@ -232,11 +233,11 @@ def running_bundles(results_dir: str | Path) -> list[Path]:
     """The bundles under `results_dir` whose run is running now (started anywhere), newest
     first."""
     listed = list_bundles(results_dir)
-    running = listed.loc[listed["status"] == "running", "path"]
+    running = listed.loc[listed["status"] == RunStatus.RUNNING, "path"]
     return [Path(str(p)) for p in reversed(running.tolist())]
 
 
-def resolve_run(target: str | Path, results_dir: str | Path = "results") -> Path:
+def resolve_run(target: str | Path, results_dir: str | Path = RESULTS_DIR) -> Path:
     """The bundle of a run named on the command line: a bundle folder, a launch folder
     (`.launches/<id>`) or a run id under `results_dir`; ConfigError naming what was tried."""
     path = Path(target)

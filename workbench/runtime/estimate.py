@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,6 @@ from workbench.config import LLMPolicySpec, RunConfig
 from workbench.llm.chat_model import ChatModel
 from workbench.llm.distribution.exact import ExactWalk
 from workbench.llm.mix import ModelMix
-from workbench.population import prompt_note
 from workbench.runtime.prompt_walks import common_prefix, distinct_prefix_tokens, walk_prompts
 
 HISTORY_SEED = 0x357
@@ -111,7 +110,7 @@ async def estimate_run(
     assert model is not None
     await model.check()
     model.load()  # loading is not part of any rate
-    first = RoundContext(1, cfg.seed, cfg.game, n, (), prompt_note(cfg))
+    first = RoundContext.of(cfg)
     if not cfg.models:
         return await _estimate(cfg, model, personas, first)
     assert isinstance(model, ModelMix)
@@ -253,7 +252,6 @@ async def _later_tokens(
     picked = shard.personas.iloc[firsts[:2]] if len(firsts) > 1 else shard.personas.iloc[[0, 0]]
     persona: dict[int, int] = {}
     tail: dict[int, int] = {}
-    game = first.game
     for number in range(2, shard.rounds + 1):
         pair = AgentShard(0, picked.reset_index(drop=True), shard.rounds)
         pair.guesses[:, :] = 33.0
@@ -261,9 +259,7 @@ async def _later_tokens(
         other.guesses[:, :] = 33.0
         other.guesses[:, number - 2] = 41.0  # the last number differs
         targets = (22.0,) * (number - 1)
-        ctx = RoundContext(
-            number, first.seed, game, first.n_players, targets, first.population_note
-        )
+        ctx = replace(first, round=number, previous_targets=targets)
         a, b = await scorer.prompt_tokens(policy.requests(pair, ctx))
         (c, _) = await scorer.prompt_tokens(policy.requests(other, ctx))
         tail[number] = len(c) - common_prefix(a, c)

@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+from workbench.results.statuses import RunStatus
+
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
@@ -238,7 +240,7 @@ class RunState:
         """Update the state with one event."""
         self.run_id = event.run_id
         if isinstance(event, RunStarted):
-            self.status, self.rounds = "running", event.rounds
+            self.status, self.rounds = RunStatus.RUNNING, event.rounds
             self.rounds_done, self.error = event.resumed_after, None
             self.pid, self.host = event.pid, event.host
             self.stats = self.stats[: event.resumed_after]

@@ -25,7 +25,6 @@ from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import LLMPolicySpec, RunConfig
 from workbench.errors import ConfigError
 from workbench.llm.chat_model import ChatModel
-from workbench.population import prompt_note
 from workbench.results import Bundle, BundleWriter
 from workbench.results.exact import EXACT_VERSION, ExactRound
 from workbench.runtime.blocking import run_blocking
@@ -85,9 +84,7 @@ async def aexact_round(bundle: Bundle | str, model: ChatModel, round_number: int
     responses = opened.responses()
     shard.restore(responses[responses["round"] < round_number])
     targets = tuple(float(t) for t in opened.rounds()["target"].iloc[: round_number - 1])
-    note = prompt_note(cfg)
-    game = opened.game_of(round_number)
-    ctx = RoundContext(round_number, cfg.seed, game, cfg.n_agents, targets, note)
+    ctx = RoundContext.of(cfg, round_number, targets, game=opened.game_of(round_number))
     found: PromptWalks = await walk_prompts(policy, shard, ctx)
     drawn = responses[responses["round"] == round_number][["agent_id", "guess"]]
     return exact_of(found, round_number, personas, drawn)

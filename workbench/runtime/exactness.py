@@ -22,7 +22,6 @@ from workbench.llm.base import split_extraction
 from workbench.llm.distribution.embedded import reference_answer
 from workbench.llm.distribution.walk import STEP_STREAM
 from workbench.llm.embedded.llamacpp import LlamaCppModel
-from workbench.population import prompt_note
 from workbench.results.bundle import Bundle
 
 
@@ -51,13 +50,10 @@ def check_exact(bundle: Bundle, model: LlamaCppModel, agents: int = 300) -> Exac
     shard.restore(responses)
     recorded = responses.set_index(["agent_id", "round"])["raw"]
     policy = LLMPolicy(model, params, constrained=config.model.constrained)
-    note = prompt_note(config)
     report = ExactReport()
     targets = rounds.sort_values("round")["target"].tolist()
     for number in sorted(int(r) for r in rounds["round"]):
-        ctx = RoundContext(
-            number, config.seed, config.game, config.n_agents, tuple(targets[: number - 1]), note
-        )
+        ctx = RoundContext.of(config, number, targets[: number - 1])
         for request in policy.requests(shard, ctx):
             agent = int(request.agent_id or 0)
             ids = np.array([agent], dtype=np.int64)

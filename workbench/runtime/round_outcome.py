@@ -16,6 +16,7 @@ from workbench.config import RunConfig
 from workbench.errors import NO_RESUME, RoundFailedError
 from workbench.game import FAILED_STATUSES, RoundStats, round_stats
 from workbench.llm.base import most_informative
+from workbench.results.statuses import resume_command
 
 CONTEXT_OVERFLOW = re.compile(r"context (window|length|size)", re.IGNORECASE)
 """A failed answer's error saying its prompt did not fit the model's context (llama.cpp's
@@ -103,9 +104,9 @@ def check_failures(
             f"model.n_ctx (or a server with a longer context); {NO_RESUME}"
         )
     elif served:
-        fix = f"start the model server again, then: workbench run --resume {bundle}"
+        fix = f"start the model server again, then: {resume_command(bundle)}"
     else:
-        fix = f"once its cause is fixed: workbench run --resume {bundle}"
+        fix = f"once its cause is fixed: {resume_command(bundle)}"
     raise RoundFailedError(
         f"round {number}: {failed} of {n} answers failed ({by_kind}; {100 * failed / n:.3g}%), "
         f"more than max_failed_share {limit:g} allows; first error: {quoted}; {fix}",

@@ -41,9 +41,10 @@ from workbench.config import (
 from workbench.errors import BundleError, ConfigError, one_line
 from workbench.game import RoundStats
 from workbench.llm import ChatModel, as_chat_model, model_for, sampling_params
-from workbench.population import prompt_note, quota_assignment, sample_population
+from workbench.population import quota_assignment, sample_population
 from workbench.results import Bundle, BundleWriter
 from workbench.results.fork import check_fork, copy_shared_rounds, forked_from
+from workbench.results.statuses import RunStatus
 from workbench.results.writer import final_status
 from workbench.runtime.backend import Backend, make_backend
 from workbench.runtime.blocking import run_blocking
@@ -114,7 +115,7 @@ class Simulation:
         on another port; the bundle's config keeps the old ones, its manifest records the change.
         """
         opened = Bundle.open(bundle)
-        if opened.status == "complete":
+        if opened.status is RunStatus.COMPLETE:
             raise BundleError(f"{opened.path}: already complete; nothing to resume")
         # the manifest's rounds, as BundleWriter.reopen counts them: a run killed between
         # writing rounds.parquet and the manifest replays that round rather than skipping it
@@ -341,6 +342,41 @@ class Simulation:
                 raise
         return writer
 
+    def preflight(self, *, model: bool = True) -> None:
+        """Refuse now what the run would refuse before writing (blocking `apreflight`)."""
+        run_blocking(self.apreflight(model=model))
+
+    async def apreflight(self, *, model: bool = True) -> None:
+        """Everything a run refuses before it writes a bundle, raised as its WorkbenchError.
+
+        The config against the resolved population (`check`), the shard size and, with
+        `model`: the model answers (`check()`), the longest prompt fits its context, an exact
+        distribution's model, and a new run's estimate against `max_estimated_seconds`.
+        `arun` (so `workbench run` and the Python API) and the dashboard's launcher before it
+        starts a process all call it: what one refuses, every one refuses.
+        """
+        cfg = self.config
+        self.check()
+        cfg.backend.shard_size(cfg.n_agents)
+        if not model:
+            return
+        chat = self.model
+        if chat is not None:
+            await chat.check()  # an unreachable server or a wrong model name
+            params = sampling_params(cfg.model)  # a prompt too long for the context, too
+            chat.check_fits(probe_requests(cfg, self.personas, params), params)
+            if cfg.output.exact_distributions:
+                check_exact(cfg, chat)
+        limit = cfg.max_estimated_seconds
+        if limit is not None and self._resume is None:
+            estimate = await estimate_run(cfg, chat, self.personas)
+            if estimate.seconds > limit:
+                raise ConfigError(
+                    f"max_estimated_seconds: this run is estimated at {estimate.seconds:.0f} s, "
+                    f"more than {limit:g}; raise the limit, or play fewer agents or rounds "
+                    "(workbench run CONFIG --estimate shows where the time goes)"
+                )
+
     async def arun(
         self,
         *,
@@ -356,24 +392,8 @@ class Simulation:
         progress bar; `on_round(number, stats, seconds)` (may be async) runs after each round.
         """
         cfg = self.config
-        self.check()
+        await self.apreflight()
         model = self.model
-        note = prompt_note(cfg)
-        if model is not None:
-            await model.check()  # an unreachable server or a wrong model name: before writing
-            params = sampling_params(cfg.model)  # a prompt too long for the context, too
-            model.check_fits(probe_requests(cfg, self.personas, params, note), params)
-            if cfg.output.exact_distributions:
-                check_exact(cfg, model)
-        limit = cfg.max_estimated_seconds
-        if limit is not None and self._resume is None:
-            estimate = await estimate_run(cfg, model, self.personas)
-            if estimate.seconds > limit:
-                raise ConfigError(
-                    f"max_estimated_seconds: this run is estimated at {estimate.seconds:.0f} s, "
-                    f"more than {limit:g}; raise the limit, or play fewer agents or rounds "
-                    "(workbench run CONFIG --estimate shows where the time goes)"
-                )
         targets = list(self._resume.targets) if self._resume is not None else []
         shards = await self._shards()
         group_codes = self._group_codes()  # once per run, not per round
@@ -424,7 +444,7 @@ class Simulation:
                 if self._cancel_requested:
                     raise asyncio.CancelledError
                 start = time.perf_counter()
-                ctx = RoundContext(number, cfg.seed, cfg.game, cfg.n_agents, tuple(targets), note)
+                ctx = RoundContext.of(cfg, number, targets)
                 tables = await backend.play_round(ctx, emit)
                 if backend.describe() != described:  # e.g. a respawned Ray actor
                     described = backend.describe()

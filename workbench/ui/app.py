@@ -17,6 +17,7 @@ from typing import Any
 import panel as pn
 import param
 
+from workbench._files import RESULTS_DIR
 from workbench.config import PopulationSpec
 from workbench.results import Bundle
 from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
@@ -53,7 +54,7 @@ class WorkbenchApp(pn.viewable.Viewer):
     """Population editor and persona preview, run launcher, results explorer, cluster monitor."""
 
     results_dir = param.String(
-        "results", doc="where runs write their bundles and where the explorer and monitor look"
+        RESULTS_DIR, doc="where runs write their bundles and where the explorer and monitor look"
     )
     ray_address = param.String(
         None,
@@ -176,7 +177,7 @@ def canvas_plots() -> None:
 
 
 def serve(
-    results_dir: str | Path = "results",
+    results_dir: str | Path = RESULTS_DIR,
     *,
     port: int = 5006,
     address: str = "127.0.0.1",

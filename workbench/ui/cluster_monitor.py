@@ -20,6 +20,7 @@ import pandas as pd
 import panel as pn
 import param
 
+from workbench._files import RESULTS_DIR
 from workbench.errors import WorkbenchError
 from workbench.runs import cancelling, cluster
 from workbench.runs import endpoints as endpoint_checks
@@ -66,7 +67,7 @@ class ClusterMonitor(pn.viewable.Viewer):
     """
 
     results_dir = param.String(
-        default="results",
+        default=RESULTS_DIR,
         doc="The folder whose runs are watched (their bundles' events say where their shards "
         "run and how far they are); inside `workspace` when that is set.",
     )

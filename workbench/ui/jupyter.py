@@ -24,6 +24,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
+from workbench._files import RESULTS_DIR
 from workbench.errors import WorkbenchError, one_line
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ class WorkbenchMagics(Magics):
             self.shell.user_ns[args.var] = bundle
 
     @magic_arguments()
-    @argument("--results", default="results", help="results directory (default: results)")
+    @argument("--results", default=RESULTS_DIR, help=f"results directory (default: {RESULTS_DIR})")
     @argument("--ray", default=None, help="a Ray cluster's address for Ray runs and the monitor")
     @argument("--tab", default=None, help="the tab shown first: Population, Run, Results, Cluster")
     @line_magic

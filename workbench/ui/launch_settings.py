@@ -20,7 +20,7 @@ import panel as pn
 import param
 
 from workbench._examples import example_path
-from workbench._files import atomic_write_text
+from workbench._files import RESULTS_DIR, atomic_write_text
 from workbench.config import (
     MAX_AGENTS,
     PopulationSpec,
@@ -98,7 +98,7 @@ class LaunchSettings(param.Parameterized):
 
     # ---- where runs go ----------------------------------------------------------------------
     results_dir = param.String(
-        "results", doc="the results folder: bundles go here, launch records in its .launches/"
+        RESULTS_DIR, doc="the results folder: bundles go here, launch records in its .launches/"
     )
     ray_address = param.String(
         None,

@@ -20,7 +20,7 @@ from workbench.errors import BundleError
 from workbench.experiment.grid import flatten
 from workbench.results import Bundle, list_bundles
 from workbench.results.bundle import model_label
-from workbench.results.layout import MANIFEST, PERSONAS_FILE, bundle_file
+from workbench.results.layout import PERSONAS_FILE, bundle_file
 
 __all__ = [
     "BUNDLE_COLUMNS",
@@ -73,25 +73,14 @@ NOT_GROUPS = frozenset({"agent_id", "persona"})
 def bundle_rows(root: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
     """The bundles under `root` (BUNDLE_COLUMNS, oldest first) and the damaged ones.
 
-    The second value maps each sub-folder that has a manifest.json but cannot be read as a
-    bundle to why (the BundleError's line); folders without a manifest are not bundles and are
-    left out silently.
+    The second value maps each sub-folder whose manifest.json cannot be read whole to why
+    (`list_bundles`' `problem`); folders without a manifest are not bundles and are left out.
     """
     listed = list_bundles(root)  # each manifest read once, the model's name with it
-    rows = listed[list(BUNDLE_COLUMNS)]
-    damaged: dict[str, str] = {}
-    root = Path(root)
-    seen = set(listed["path"])
-    for path in sorted(root.iterdir()) if root.is_dir() else []:
-        if str(path) in seen or not (path / MANIFEST).exists() or path.name.startswith("."):
-            continue
-        try:
-            bundle = Bundle.open(path)
-            bundle.run_id, bundle.status, bundle.created_at  # noqa: B018 - what list_bundles reads
-            damaged[path.name] = "the manifest cannot be listed"
-        except BundleError as exc:
-            damaged[path.name] = str(exc)
-    return rows, damaged
+    broken = listed["problem"].notna()
+    rows = listed.loc[~broken, list(BUNDLE_COLUMNS)].reset_index(drop=True)
+    damaged = listed.loc[broken, ["path", "problem"]].to_dict("split")["data"]
+    return rows, {Path(str(path)).name: str(why) for path, why in damaged}
 
 
 def group_columns(bundle: Bundle) -> list[str]:

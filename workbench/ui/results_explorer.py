@@ -36,6 +36,7 @@ import pandas as pd
 import panel as pn
 import param
 
+from workbench._files import RESULTS_DIR
 from workbench.errors import BundleError, WorkbenchError
 from workbench.experiment.compare import config_differences
 from workbench.results import Bundle, VerifyReport, verify_bundle
@@ -82,7 +83,7 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
     """
 
     results_dir = param.String(
-        default="results",
+        default=RESULTS_DIR,
         doc="The folder whose sub-folders are the bundles listed (a run's --out folder); "
         "inside `workspace` when that is set.",
     )

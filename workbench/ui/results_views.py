@@ -15,6 +15,7 @@ import pandas as pd
 import panel as pn
 
 from workbench.errors import WorkbenchError
+from workbench.results.statuses import RunStatus, resume_command
 from workbench.ui.downloads import download_href
 from workbench.ui.notices import Level, notice
 from workbench.ui.results_data import FORMATS
@@ -78,13 +79,13 @@ class ResultsViews:
     def _chosen_summary(self) -> Any:
         bundle = self.bundle()
         status = bundle.status  # the one status: a run whose writer is gone reads dead
-        if status == "complete":
+        if status is RunStatus.COMPLETE:
             summary = f"**{md(bundle.run_id)}**: complete, {bundle.rounds_count} rounds"
             return pn.pane.Markdown(summary)
         why = f": {bundle.error}" if bundle.error else ""
-        if status == "dead":
+        if status is RunStatus.DEAD:
             why = ": its writer stopped before it finished; resume it with "
-            why += f"workbench run --resume {bundle.path}"
+            why += resume_command(bundle.path)
         return alert(f"{bundle.run_id} is {status}{why}", "warning")
 
     def _plot_pane(self, draw: Callable[[], Any]) -> Any:

@@ -31,6 +31,8 @@ from workbench.errors import WorkbenchError
 from workbench.results import Bundle
 from workbench.results.layout import MANIFEST
 from workbench.results.live_round import RoundSoFar
+from workbench.results.round_table import ROUND_TABLE
+from workbench.results.statuses import RunStatus
 from workbench.runs.cancelling import cancel
 from workbench.runs.follower import RunFollower
 from workbench.runs.launcher import check_model, launch
@@ -49,7 +51,6 @@ from workbench.ui.live_round_view import LiveRounds, live_view
 from workbench.ui.notices import notice
 from workbench.ui.run_tables import (
     LAUNCH_COLUMNS,
-    ROUND_COLUMNS,
     ROUND_FORMATS,
     SHARD_COLUMNS,
     launches_table,
@@ -81,7 +82,7 @@ CSS = {
 }
 """The stable CSS classes of the page's key parts (for browser tests and styling)."""
 
-LIVE = ("running",)
+LIVE = (RunStatus.RUNNING,)
 """The status of a run that can be cancelled (a launch whose bundle is not written yet too)."""
 PAGE_ERRORS = (WorkbenchError, OSError)
 """What a launch, a check or a cancel may raise that the page shows as its message (the
@@ -152,7 +153,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         "state, errors, tokens)",
     )
     round_stats = param.DataFrame(
-        default=pd.DataFrame(columns=[*ROUND_COLUMNS, "note"]),
+        default=pd.DataFrame(columns=[*ROUND_TABLE, "note"]),
         doc="output: the followed run's finished rounds (from its RoundFinished events)",
     )
     recent = param.DataFrame(
@@ -297,7 +298,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             self.finished_bundle = None
             self.launch_id = self._launch.launch_id if self._launch else None
             self.bundle = str(self._follower.bundle) if self._follower else None
-            self.status, self.error, self.rounds_done = "running", "", 0
+            self.status, self.error, self.rounds_done = RunStatus.RUNNING, "", 0
             self.round_so_far = None
             self.settings_open = False  # the run's progress comes up where the settings were
         self.refresh()
@@ -361,7 +362,8 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             self.rounds_done, self.rounds_total = state.rounds_done, state.rounds
             self.bundle = str(state.bundle) if state.bundle is not None else None
             self._read_round(state)
-        if state.status == "complete" and was != "complete" and state.bundle is not None:
+        done = RunStatus.COMPLETE
+        if state.status == done and was != done and state.bundle is not None:
             self.finished_bundle = str(state.bundle)
             if self.on_finished is not None:
                 self.on_finished(str(state.bundle))
@@ -568,6 +570,7 @@ def _alert(text: str, failed: bool, css: str) -> pn.viewable.Viewable:
 
 
 def _error_alert(error: str, status: str) -> pn.viewable.Viewable:
-    shown = bool(error) and status in ("failed", "cancelled", "dead")
-    level = "warning" if status == "cancelled" else "danger"
+    known = RunStatus.of(status)
+    shown = bool(error) and known is not None and known.resumable  # it stopped short
+    level = "warning" if known is RunStatus.CANCELLED else "danger"
     return notice(md(f"{status}: {error}") if shown else "", level, CSS["error"])

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from workbench.results.round_table import ROUND_TABLE
 from workbench.runs.shards import shown_state
 from workbench.runtime.events import RunState, round_note
 
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LAUNCH_COLUMNS",
-    "ROUND_COLUMNS",
     "ROUND_FORMATS",
     "SHARD_COLUMNS",
     "launches_table",
@@ -28,19 +28,6 @@ __all__ = [
     "shard_table",
 ]
 
-ROUND_COLUMNS: dict[str, str] = {
-    "round": "round",
-    "n": "n",
-    "n_valid": "n_valid",
-    "failed": "n_failed",
-    "mean": "mean",
-    "median": "median",
-    "target": "target",
-    "winning": "winning_guess",
-    "n_winners": "n_winners",
-    "seconds": "seconds",
-}
-"""The round table's columns: header -> round statistic (a `note` column follows)."""
 ROUND_FORMATS: dict[str, str] = {
     "mean": "0.00",
     "median": "0.00",
@@ -83,12 +70,12 @@ def round_table(state: RunState | None) -> pd.DataFrame:
     not hide ("no valid answers", "3 failed")."""
     rows = [
         {
-            **{header: stats.get(name) for header, name in ROUND_COLUMNS.items()},
+            **{header: stats.get(name) for header, name in ROUND_TABLE.items()},
             "note": round_note(stats),
         }
         for stats in (state.stats if state else [])
     ]
-    return pd.DataFrame(rows, columns=[*ROUND_COLUMNS, "note"])
+    return pd.DataFrame(rows, columns=[*ROUND_TABLE, "note"])
 
 
 def launches_table(
