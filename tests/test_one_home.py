@@ -2,7 +2,8 @@
 
 A round's context is built by `RoundContext.of`, the default results folder is
 `_files.RESULTS_DIR`, the round table's columns are `results.round_table`'s (statuses and the
-resume command: tests/results/test_statuses.py).
+resume command: tests/results/test_statuses.py), and every model in distribution mode records
+its sampling through `NodeScorer.sampling_identity`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ FACTS = {
     "a round-table column list": (
         re.compile(r"""["'](failed|winning)["']:\s*["'](n_failed|winning_guess)["']"""),
         "results/round_table.py",
+    ),
+    "distribution mode's sampling record": (
+        re.compile(r"""["']sampler["']:\s*SAMPLER_VERSION"""),
+        "llm/distribution/scorer.py",
     ),
 }
 

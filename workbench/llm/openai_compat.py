@@ -28,7 +28,7 @@ from workbench.llm.base import (
     report_answered,
 )
 from workbench.llm.chat_model import ChatModel
-from workbench.llm.distribution.probe import INVARIANT_FIX, resolve_sampling
+from workbench.llm.distribution.probe import resolve_sampling
 from workbench.llm.distribution.served import HttpNodes, ServedNodeScorer
 from workbench.llm.key_policy import api_key_for
 from workbench.llm.servers import (
@@ -181,13 +181,7 @@ class OpenAICompatModel(ChatModel):
         out: dict[str, Any] = {"requested": self.sampling}
         scorer = self.node_scorer()
         if scorer is not None:
-            from workbench.llm.distribution.sampler import SAMPLER_VERSION
-
-            out = {"mode": "workbench", **out, "sampler": SAMPLER_VERSION}
-            out["batch_invariant"] = scorer.batch_invariant()
-            if out["batch_invariant"] == "no":
-                out["note"] = INVARIANT_FIX
-            return {**out, **scorer.describe()}
+            return {**out, **scorer.sampling_identity()}
         if self.sampling_mode is None:
             return {"mode": None, **out, "note": "decided by the start-up check"}
         out = {"mode": "server", **out, "sampler": "the server's own, one generation per agent"}

@@ -21,7 +21,7 @@ from typing import Any
 from workbench.errors import ModelError
 from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
 from workbench.llm.chat_model import ChatModel
-from workbench.llm.distribution.probe import INVARIANT_FIX, invariance
+from workbench.llm.distribution.probe import invariance
 from workbench.llm.distribution.served import NodeAnswer, ServedNodeScorer
 from workbench.llm.grammar import integer_range_regex
 
@@ -90,15 +90,10 @@ class VLLMEngineModel(ChatModel):
         scorer = self.node_scorer()
         if scorer is None:
             return {"mode": "server", "sampler": "vLLM's own, one generation per agent"}
-        from workbench.llm.distribution.sampler import SAMPLER_VERSION
-
-        out: dict[str, Any] = {"mode": "workbench", "sampler": SAMPLER_VERSION}
-        out["batch_invariant"] = scorer.batch_invariant()
-        if out["batch_invariant"] == "no":
-            out["note"] = INVARIANT_FIX
+        out = scorer.sampling_identity()
         if IN_PROCESS in scorer.invariance:
             out["invariance"] = scorer.invariance[IN_PROCESS]
-        return {**out, **scorer.describe()}
+        return out
 
     def node_scorer(self) -> ServedNodeScorer | None:
         """Distribution mode's node scorer on this engine (one per model); None with sampling

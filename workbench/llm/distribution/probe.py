@@ -38,12 +38,6 @@ PROBE_REQUEST = ChatRequest(
 PROBE_PARAMS = SamplingParams(temperature=0.0, top_p=1.0, max_tokens=8)
 INVARIANCE_BATCH = 8
 """Prompts in the batch a node is asked inside (the others are neighbours of it)."""
-INVARIANT_FIX = (
-    "answers are exact draws from what the server returned, but a rerun may differ; for "
-    "invariant probabilities start vLLM with VLLM_BATCH_INVARIANT=1 (SGLang: "
-    "--enable-deterministic-inference)"
-)
-"""What a run on a server that is not batch invariant tells its user, after the finding."""
 
 
 async def resolve_sampling(

@@ -16,6 +16,7 @@ import numpy as np
 
 from workbench.errors import ModelError
 from workbench.llm.base import ChatRequest
+from workbench.llm.distribution.sampler import SAMPLER_VERSION
 from workbench.llm.distribution.vocabulary import IntegerVocabulary
 
 FAILURES = (ModelError, ValueError, RuntimeError, OSError)
@@ -65,6 +66,11 @@ class NodeScorer(ABC):
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """How the node logits are computed (recorded in the manifest, part of cache keys)."""
+
+    def sampling_identity(self) -> dict[str, Any]:
+        """Distribution mode as the manifest records it: the workbench's sampler (its version)
+        over node logits computed as `describe` says. Every model in this mode says it here."""
+        return {"mode": "workbench", "sampler": SAMPLER_VERSION, **self.describe()}
 
     @abstractmethod
     async def vocabulary(self, low: int, high: int) -> IntegerVocabulary:

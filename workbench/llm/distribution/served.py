@@ -47,6 +47,13 @@ from workbench.llm.servers import (
     summarize_attempts,
 )
 
+INVARIANT_FIX = (
+    "answers are exact draws from what the server returned, but a rerun may differ; for "
+    "invariant probabilities start vLLM with VLLM_BATCH_INVARIANT=1 (SGLang: "
+    "--enable-deterministic-inference)"
+)
+"""What a run on a server that is not batch invariant tells its user, after the finding."""
+
 MAX_LOGPROB_IDS = 128
 """vLLM's `MAX_LOGPROB_TOKEN_IDS`: the most `logprob_token_ids` one request may name."""
 MAX_ALLOWED_IDS = 1024
@@ -259,6 +266,14 @@ class ServedNodeScorer(NodeScorer):
         if found and all(f == "yes" for f in found):
             return "yes"
         return "no" if "no" in found else "unknown"
+
+    def sampling_identity(self) -> dict[str, Any]:
+        """The base's record, plus whether the server's node probabilities are batch invariant
+        and, when they are not, what that means for a rerun."""
+        out = {**super().sampling_identity(), "batch_invariant": self.batch_invariant()}
+        if out["batch_invariant"] == "no":
+            out["note"] = INVARIANT_FIX
+        return out
 
     async def vocabulary(self, low: int, high: int) -> IntegerVocabulary:
         """The server's digit tokens and the answer's end token, for [low, high]."""

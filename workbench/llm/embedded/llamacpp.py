@@ -115,11 +115,9 @@ class LlamaCppModel(ChatModel):
                 "mode": "server",
                 "sampler": "llama.cpp's samplers in the law's order, one generation per agent",
             }
-        from workbench.llm.distribution.sampler import SAMPLER_VERSION
-
         scorer = self.node_scorer()
         assert scorer is not None
-        return {"mode": "workbench", "sampler": SAMPLER_VERSION, **scorer.describe()}
+        return scorer.sampling_identity()
 
     def check_fits(
         self, requests: Sequence[ChatRequest], params: SamplingParams, field: str = "model"
