@@ -68,7 +68,7 @@ def test_a_prompt_too_long_for_the_context_is_refused_before_any_process_starts(
 ) -> None:
     """The page refuses what `workbench run` refuses before writing (`Simulation.preflight`):
     a 256-token context cannot hold round 20's prompt (its history of 19 rounds), so no
-    launch and no bundle."""
+    launch and no bundle; Check, which runs the same preflight, says so too."""
     results = results_of(dashboard)
     before = sorted(results.iterdir()) if results.exists() else []
     launcher = run_tab(watched, dashboard)
@@ -83,6 +83,11 @@ def test_a_prompt_too_long_for_the_context_is_refused_before_any_process_starts(
     assert launches(results) == [] and not (results / ".launches").exists()
     assert (sorted(results.iterdir()) if results.exists() else []) == before  # no bundle
     assert "running" not in status_text(launcher)
+
+    launcher.locator(".wb-launcher-check").get_by_role("button").click()
+    verdict = launcher.locator(".wb-launcher-check-message")
+    verdict.get_by_text(refusal).wait_for(timeout=RUN_TIMEOUT_MS)
+    assert launches(results) == [] and "running" not in status_text(launcher)
     watched.assert_no_errors()
 
 

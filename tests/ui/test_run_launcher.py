@@ -206,6 +206,10 @@ def test_check_shows_the_runs_estimate_in_the_page(
     assert "40 agents, distribution mode" in text and "s in all" in text
     assert not launch_results_dir.exists()  # checked and estimated: nothing started
 
+    # a verdict and an estimate belong to the settings they were made for
+    launcher.n_agents = 41
+    assert launcher.check_message == "" and launcher.estimate == ""
+
     # a baseline policy asks no model: no estimate
     launcher.set(**{"policy.kind": "random"})
     assert launcher.check() and launcher.estimate == ""

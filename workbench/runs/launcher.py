@@ -30,7 +30,6 @@ from pathlib import Path
 from workbench._files import atomic_write_text
 from workbench.config import LLMPolicySpec, RunConfig, save_yaml, validate
 from workbench.errors import ConfigError
-from workbench.llm import model_for
 from workbench.results import new_run_id
 from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
 from workbench.runs.records import CONFIG_FILE, EXIT_FILE, LAUNCHES_DIR, LOG_FILE, Launch
@@ -55,17 +54,14 @@ run_coroutine = run_blocking
 
 
 def check_model(config: RunConfig) -> str:
-    """Check the model an LLM run would ask, as the run does before writing anything: an
-    OpenAI-compatible endpoint answers and serves the name, a replay bundle reads, the
-    embedded model file exists. Returns what was checked; raises its WorkbenchError
-    (ModelError naming the URL for an unreachable endpoint)."""
+    """Check a launch of `config` as the run checks itself before writing anything: its own
+    `Simulation.preflight` with the model (it answers and serves the name, a replay bundle
+    reads, the longest prompt fits the context, an exact distribution's model, the estimate
+    under max_estimated_seconds). Returns what was checked; raises its WorkbenchError
+    (ModelError naming the URL for an unreachable endpoint, ConfigError naming the key)."""
+    _preflight(config, model=True)
     if not isinstance(config.policy, LLMPolicySpec):
         return f"policy {config.policy.kind}: no model needed"
-    model = model_for(config)
-    try:
-        run_coroutine(model.check())
-    finally:
-        model.close()
     spec = config.model
     if config.models:
         return f"{len(config.models)} models answer: {', '.join(sorted(config.models))}"
@@ -135,13 +131,19 @@ def validate_launch(config: RunConfig, results_dir: str | Path, *, model: bool =
             if not os.access(parent, os.W_OK):
                 raise ConfigError(f"results_dir: {parent} is not writable; name another folder")
             break
+    _preflight(config, model=model)
+    return results
+
+
+def _preflight(config: RunConfig, *, model: bool) -> None:
+    """The run's own refusals (`Simulation.preflight`), here, before any process starts; the
+    model is closed after (a page must not keep an engine it does not run)."""
     sim = Simulation(config)
     try:
-        sim.preflight(model=model)  # the run's own refusals, before any process starts
+        sim.preflight(model=model)
     finally:
         if model and sim.model is not None:
-            sim.model.close()  # a page must not keep an engine it does not run
-    return results
+            sim.model.close()
 
 
 _REAPERS: dict[int, subprocess.Popen[bytes]] = {}

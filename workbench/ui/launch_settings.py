@@ -81,6 +81,17 @@ def _defaults() -> dict[str, Any]:
 class LaunchSettings(param.Parameterized):
     """Everything a run is configured with; `config()` is the RunConfig they describe."""
 
+    CONFIG_INPUTS = (
+        "results_dir",
+        "ray_address",
+        "population",
+        "population_problem",
+        "n_agents",
+        "seed",
+        "values",
+    )
+    """The parameters `config()` reads: a change to any is a different run."""
+
     @classmethod
     def for_editor(cls, editor: Any, **params: Any) -> Self:
         """Settings (a RunLauncher, called on it) following a PopulationEditor: its spec, its

@@ -80,7 +80,7 @@ def live_view(
     shown = ", ".join(f"{m:.2f}" for m in means if not math.isnan(m)) or "none finished yet"
     return pn.Column(
         pn.pane.Markdown(f"### {md(title)}"),
-        pn.pane.HoloViews(plot.opts(**size)),
+        pn.pane.HoloViews(plot.opts(title="", **size)),  # the heading above says it once
         pn.pane.Markdown(md(caption), width=size["width"]),  # wrapped beside the tables
         pn.pane.Markdown(f"Round means so far: {md(shown)}", width=size["width"]),
         css_classes=[css],

@@ -182,6 +182,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         self._callbacks: set[int] = set()
         self._live_rounds = LiveRounds()
         self._reattach()
+        self.param.watch(self._settings_changed, list(self.CONFIG_INPUTS))
 
     # ---- actions ----------------------------------------------------------------------------
 
@@ -259,6 +260,10 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         finally:
             self.busy = False
         return self._checked(verdict)
+
+    def _settings_changed(self, *_: Any) -> None:
+        """A Check's verdict and estimate were for the settings before: clear them."""
+        self._checked((True, "", "", False))
 
     def _checked(self, verdict: tuple[bool, str, str, bool]) -> bool:
         ok, text, estimate, estimate_failed = verdict
