@@ -3,8 +3,9 @@
 Sphinx with the PyData theme and MyST, as HoloViz and Jupyter do. The reference pages under
 `reference/` are generated at build time from the code (`_ext/`): the config reference from the
 pydantic specs, the CLI from its own help, the environment variables from the code that reads
-them, the bundle format from `workbench/results/layout.py`. The notebooks are rendered as
-stored (myst-nb with execution off): the test suite executes them, the docs build never does.
+them, the bundle format from `workbench/results/layout.py`. The notebooks are rendered with the
+outputs of the test suite's run of them (`build/executed-notebooks/`, written by
+notebooks/conftest.py), or as stored when there is none: the docs build never executes them.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ exclude_patterns = ["_build", "_ext", "Thumbs.db", ".DS_Store", "README.md"]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 
-# notebooks: rendered as stored (committed without outputs); never executed here
+# notebooks: rendered with the test run's outputs, or as stored; never executed here
 nb_execution_mode = "off"
 nb_merge_streams = True
 

@@ -1,5 +1,5 @@
-"""The house's structure as a contract: DESIGN.md's layers (import-linter), small modules, and a
-package face that stays cheap to import."""
+"""The house's structure as a contract: the layers of docs/design/architecture.md
+(import-linter), small modules, and a package face that stays cheap to import."""
 
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ import workbench.config
 PACKAGE = Path(workbench.config.__file__).parent
 HEAVY = ("pandas", "pyarrow", "numpy", "ray", "llama_cpp", "panel", "vllm", "openai", "httpx")
 ALLOWED_WORKBENCH = ("workbench.errors", "workbench._files", "workbench.config")
-"""What config may import from the workbench (DESIGN.md: config/ -> errors, _files)."""
+"""What config may import from the workbench (config/ -> errors, _files: the layers in
+docs/design/architecture.md)."""
 
 MODULES = sorted(PACKAGE.glob("*.py"))
 
@@ -36,7 +37,7 @@ def test_config_modules_import_nothing_heavy_and_nothing_above(path: Path) -> No
     heavy = [n for n in names if n.split(".")[0] in HEAVY]
     above = [n for n in names if n.startswith("workbench") and not n.startswith(ALLOWED_WORKBENCH)]
     assert not heavy, f"{path.name} imports {heavy}"
-    assert not above, f"{path.name} imports {above}, above config in DESIGN.md's layers"
+    assert not above, f"{path.name} imports {above}, a layer above config"
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)

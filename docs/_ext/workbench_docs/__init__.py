@@ -48,7 +48,12 @@ def generate(app: Sphinx) -> None:
     for name, make in GENERATORS.items():
         write_if_changed(out / name, make(lambda message, name=name: LOG.warning(
             "%s: %s", name, message, type="workbench_docs")))
-    notebooks.copy_notebooks(srcdir.parent / "notebooks", srcdir / "tutorials" / "notebooks")
+    root = srcdir.parent
+    executed = root / "build" / "executed-notebooks"  # notebooks/conftest.py writes them
+    tutorials = srcdir / "tutorials" / "notebooks"
+    rendered = notebooks.copy_notebooks(root / "notebooks", tutorials, executed)
+    ran = sorted(name for name, outputs in rendered.items() if outputs)
+    LOG.info("tutorials with the test run's outputs: %s", ", ".join(ran) or "none (as stored)")
 
 
 def setup(app: Sphinx) -> dict[str, object]:
