@@ -35,6 +35,10 @@ myst_heading_anchors = 3
 # notebooks: rendered with the test run's outputs, or as stored; never executed here
 nb_execution_mode = "off"
 nb_merge_streams = True
+# HoloViews' and Panel's own output types (vnd.holoviews_load/exec) need their JupyterLab
+# extension: myst-nb renders the same output's HTML and JavaScript instead, and would warn once
+# per such output that it skipped the type
+suppress_warnings = ["mystnb.unknown_mime_type"]
 
 # docstrings are written with `code` in single backticks
 default_role = "code"
