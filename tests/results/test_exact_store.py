@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from resume_helpers import cancel_after
 
-from workbench.errors import BundleError, ConfigError
+from workbench.errors import BundleError, ConfigError, ModelError
 from workbench.results import verify_bundle
 from workbench.results.exact import from_tables
 from workbench.results.layout import exact_paths
@@ -101,12 +101,37 @@ def test_a_resumed_run_keeps_and_completes_them(embedded_model, make_config, tmp
         _same(done.exact(number), whole.exact(number))
     assert verify_bundle(done.path).ok
 
+    _resumed_after_a_death_mid_walk(config, embedded_model, whole, tmp_path)
+
     told = {"game.prompt.announcement": "The average was low."}
     fork = Simulation.fork(done, 2, told, model=embedded_model)
     fork = fork.run(out_dir=tmp_path / "fork", progress=False)
     assert fork.exact_rounds == [1, 2]
     _same(fork.exact(1), done.exact(1))
     assert verify_bundle(fork.path).ok
+
+
+def _resumed_after_a_death_mid_walk(config, model, whole, tmp_path) -> None:
+    """A run stopped while it wrote round 1's distributions (half a file on disk, the
+    manifest not yet told): its resume walks round 1 again before round 2, and keeps both."""
+    from workbench.runtime import simulation
+
+    def dies_mid_walk(writer, model, number) -> None:
+        prompts, _ = exact_paths(writer.path, number)
+        prompts.parent.mkdir(parents=True, exist_ok=True)
+        prompts.write_bytes(b"half a parquet file")
+        raise ModelError("the walk's process was killed")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(simulation, "store_exact", dies_mid_walk)
+        with pytest.raises(ModelError, match="killed"):
+            Simulation(config, model=model).run(out_dir=tmp_path / "died", progress=False)
+    (died,) = (tmp_path / "died").iterdir()
+    done = Simulation.resume(died, model=model).run(progress=False)
+    assert done.status == "complete" and done.exact_rounds == [1, 2]
+    for number in (1, 2):
+        _same(done.exact(number), whole.exact(number))
+    assert verify_bundle(done.path).ok
 
 
 def test_runs_that_cannot_keep_them_are_refused(embedded_model, make_config, tmp_path) -> None:

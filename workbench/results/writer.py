@@ -459,6 +459,13 @@ class BundleWriter:
         self._manifest["exact"] = {**jsonable(dict(scheme)), "rounds": rounds}
         self._write_manifest()
 
+    def rounds_without_exact(self) -> list[int]:
+        """Ended rounds whose exact distributions the manifest does not record (a run stopped
+        while walking them, perhaps leaving a file half written): a resume walks them again."""
+        entry = self._manifest.get("exact")
+        kept = set(entry.get("rounds", [])) if isinstance(entry, dict) else set()
+        return sorted(int(r["round"]) for r in self._rounds if int(r["round"]) not in kept)
+
     def record(self, **extra: Any) -> None:
         """Merge extra top-level keys (timings, cluster, ...) into the manifest and rewrite it."""
         clash = sorted(set(extra) & set(MANIFEST_KEYS))

@@ -440,6 +440,9 @@ class Simulation:
             await backend.start(shards)
             described = backend.describe()
             writer.record(backend=described)
+            if cfg.output.exact_distributions and model is not None:
+                for number in writer.rounds_without_exact():  # stopped mid-walk, or a fork's
+                    await store_exact(writer, model, number)
             for number in range(len(targets) + 1, cfg.game.rounds + 1):
                 if self._cancel_requested:
                     raise asyncio.CancelledError
