@@ -68,7 +68,7 @@ def test_the_tutorials_show_the_outputs_of_the_test_runs_notebooks(tmp_path: Pat
 
     sys.path.insert(0, str(DOCS / "_ext"))
     try:
-        from workbench_docs.notebooks import copy_notebooks, rendered_from
+        from workbench_docs.notebooks import EXECUTED, copy_notebooks, rendered_from
     finally:
         sys.path.remove(str(DOCS / "_ext"))
     folder = tmp_path / "notebooks"
@@ -76,7 +76,7 @@ def test_the_tutorials_show_the_outputs_of_the_test_runs_notebooks(tmp_path: Pat
     (folder / "conftest.py").write_text((ROOT / "notebooks" / "conftest.py").read_text())
     good = _notebook(folder / "good.ipynb", "print('hello from nbval')", "6 * 7")
     bad = _notebook(folder / "bad.ipynb", "print('first')", "1 / 0")
-    executed = tmp_path / "build" / "executed-notebooks"
+    executed = tmp_path / EXECUTED  # where the docs look: the conftest must write there
     executed.mkdir(parents=True)
     (executed / "bad.ipynb").write_text("{}")  # an older run's copy: must not outlive this one
     run = subprocess.run(

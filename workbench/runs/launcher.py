@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -78,12 +79,8 @@ def estimate_launch(config: RunConfig) -> RunEstimate:
     """What a launch of `config` would cost (`workbench run CONFIG --estimate`): its model
     checked and loaded in this process, round 1's distinct prompts walked on it; blocking.
     The model is closed after (a page must not keep an engine it does not run)."""
-    sim = Simulation(config)
-    try:
+    with _simulation(config) as sim:
         return sim.estimate()
-    finally:
-        if sim.model is not None:
-            sim.model.close()
 
 
 def check_limits(
@@ -136,11 +133,18 @@ def validate_launch(config: RunConfig, results_dir: str | Path, *, model: bool =
 
 
 def _preflight(config: RunConfig, *, model: bool) -> None:
-    """The run's own refusals (`Simulation.preflight`), here, before any process starts; the
+    """The run's own refusals (`Simulation.preflight`), here, before any process starts."""
+    with _simulation(config, model=model) as sim:
+        sim.preflight(model=model)
+
+
+@contextlib.contextmanager
+def _simulation(config: RunConfig, *, model: bool = True) -> Iterator[Simulation]:
+    """A Simulation of `config` for checking or estimating in this process; with `model`, its
     model is closed after (a page must not keep an engine it does not run)."""
     sim = Simulation(config)
     try:
-        sim.preflight(model=model)
+        yield sim
     finally:
         if model and sim.model is not None:
             sim.model.close()

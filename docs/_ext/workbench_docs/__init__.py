@@ -49,9 +49,8 @@ def generate(app: Sphinx) -> None:
         write_if_changed(out / name, make(lambda message, name=name: LOG.warning(
             "%s: %s", name, message, type="workbench_docs")))
     root = srcdir.parent
-    executed = root / "build" / "executed-notebooks"  # notebooks/conftest.py writes them
     tutorials = srcdir / "tutorials" / "notebooks"
-    rendered = notebooks.copy_notebooks(root / "notebooks", tutorials, executed)
+    rendered = notebooks.copy_notebooks(root / "notebooks", tutorials, root / notebooks.EXECUTED)
     ran = sorted(name for name, outputs in rendered.items() if outputs)
     LOG.info("tutorials with the test run's outputs: %s", ", ".join(ran) or "none (as stored)")
 

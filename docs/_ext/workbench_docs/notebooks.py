@@ -14,15 +14,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+EXECUTED = Path("build", "executed-notebooks")
+"""Where notebooks/conftest.py writes each notebook that ran whole, relative to the repository
+root (tests/test_docs.py fails when the two part ways)."""
+
 
 def _sources(notebook: dict[str, Any]) -> list[tuple[str, str]]:
     """Each cell's type and source: what must match for a run's outputs to belong to it."""
-    out = []
-    for cell in notebook.get("cells", []):
-        source = cell.get("source", "")
-        out.append((cell.get("cell_type", ""), "".join(source) if isinstance(source, list)
-                    else source))  # fmt: skip
-    return out
+    cells = notebook.get("cells", [])
+    return [(c.get("cell_type", ""), "".join(c.get("source", ""))) for c in cells]
 
 
 def rendered_from(stored: Path, executed: Path) -> Path:
