@@ -32,6 +32,7 @@ from workbench.llm.embedded.engine import (
     decode,
     last_logits,
     private_engine,
+    use_threads,
 )
 from workbench.llm.embedded.node_slots import ROWS, Key, NodeSlots, self_check
 from workbench.llm.embedded.prefix_pieces import common_prefix
@@ -211,7 +212,7 @@ class EmbeddedNodeScorer(NodeScorer):
 
         model, llm = self.model, engine.llm
         threads = model.cpu.threads()
-        llama_cpp.llama_set_n_threads(llm.ctx, threads, threads)
+        use_threads(llm.ctx, threads)
         prompt, prefix = list(key[0]), key[1]
         try:
             if engine.cached != prompt or engine.logits is None:
@@ -291,7 +292,7 @@ def reference_answer(
     vocab = EmbeddedNodeScorer(model)._vocabulary(*constraint.integer_range)
     with engine.lock:
         threads = model.cpu.threads()
-        llama_cpp.llama_set_n_threads(llm.ctx, threads, threads)
+        use_threads(llm.ctx, threads)
         engine.forget()
         try:
             tokens, _ = chat_tokens(llm, engine.formatter, request)

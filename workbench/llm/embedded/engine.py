@@ -44,6 +44,21 @@ def shipped_model_path() -> Path:
     )
 
 
+ONE_ROW_THREADS = 1
+"""Threads of a decode of a single token (llama.cpp's `n_threads`; a decode of several tokens
+takes the cores free, its `n_threads_batch`). CPU flash attention splits a single query row's
+cells (512 and more: a context past 256 tokens) among the threads and merges their partial sums,
+so that row's logits follow the thread count. One fixed count keeps every answer the same
+whatever the machine's cores and load (tests/llm/test_thread_invariance.py)."""
+
+
+def use_threads(ctx: Any, threads: int) -> None:
+    """Use `threads` for the context's decodes of several tokens, `ONE_ROW_THREADS` for one."""
+    import llama_cpp
+
+    llama_cpp.llama_set_n_threads(ctx, ONE_ROW_THREADS, threads)
+
+
 def machine_threads() -> int:
     """CPU cores this process may use (affinity-aware)."""
     return max(1, len(usable_cores()))
@@ -132,7 +147,7 @@ def _load_once(path: str, n_ctx: int, n_threads: int) -> Engine:
     llm = _llama(
         path,
         n_ctx=n_ctx,
-        n_threads=n_threads,
+        n_threads=ONE_ROW_THREADS,
         n_threads_batch=n_threads,
         n_batch=512,
         flash_attn=True,  # a row's numbers then do not depend on where its cells lie
@@ -284,12 +299,3 @@ def grammar_text(gbnf: str) -> Any:
     from llama_cpp import LlamaGrammar
 
     return LlamaGrammar.from_string(gbnf, verbose=False)
-
-
-def built_for() -> str:
-    """The CPU features this llama.cpp build uses, as it reports them ("AVX2 = 1 | ..."): its
-    logits, so its answers, are bitwise reproducible on this build and feature set only."""
-    import llama_cpp
-
-    info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
-    return " | ".join(part.strip() for part in info.split("|") if part.strip())

@@ -19,12 +19,12 @@ from workbench.errors import ConfigError, ModelError
 from workbench.llm.base import ChatRequest, ChatResult, OutputConstraint, SamplingParams
 from workbench.llm.chat_model import ChatModel
 from workbench.llm.distribution.embedded import EmbeddedNodeScorer
+from workbench.llm.embedded.build import engine_build
 from workbench.llm.embedded.cpu_share import CpuShare
 from workbench.llm.embedded.engine import (
     PIECES_RULE,
     Engine,
     EngineCounters,
-    built_for,
     chat_tokens,
     decode,
     file_sha256,
@@ -33,6 +33,7 @@ from workbench.llm.embedded.engine import (
     load_engine,
     machine_threads,
     shipped_model_path,
+    use_threads,
     vocabulary,
 )
 from workbench.llm.embedded.llamacpp_sampling import answer_sampler
@@ -95,7 +96,7 @@ class LlamaCppModel(ChatModel):
         return {
             "engine": "llama.cpp",
             "engine_version": llama_cpp.__version__,
-            "built_for": built_for(),
+            "build": engine_build(),
             "name": self.path.stem,
             "file": self.path.name,
             "file_sha256": file_sha256(str(self.path), stat.st_size, stat.st_mtime_ns),
@@ -167,7 +168,7 @@ class LlamaCppModel(ChatModel):
             import llama_cpp
 
             threads = self.cpu.threads()
-            llama_cpp.llama_set_n_threads(llm.ctx, threads, threads)
+            use_threads(llm.ctx, threads)
             for _ in range(3):
                 engine.forget()
                 start = time.perf_counter()
@@ -236,7 +237,7 @@ class LlamaCppModel(ChatModel):
         llm = engine.llm
         start = time.perf_counter()
         threads = self.cpu.threads()
-        llama_cpp.llama_set_n_threads(llm.ctx, threads, threads)
+        use_threads(llm.ctx, threads)
         try:
             tokens, chat = chat_tokens(llm, engine.formatter, request)
             if len(tokens) >= self.n_ctx:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.llm.embedded.engine import use_threads
 from workbench.llm.embedded.prefix_pieces import chunks, prompt_pieces, reusable_prefix
 
 ROWS = 32
@@ -118,10 +119,8 @@ class NodeSlots:
             self.ctx = None
 
     def set_threads(self, threads: int) -> None:
-        """Threads for the next decodes."""
-        import llama_cpp
-
-        llama_cpp.llama_set_n_threads(self.ctx, threads, threads)
+        """Threads for the next decodes (of one row: `ONE_ROW_THREADS`)."""
+        use_threads(self.ctx, threads)
 
     def clear(self) -> None:
         """Hold nothing, the arena empty (also after a failure: a half-written sequence is
