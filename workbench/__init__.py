@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "sweep": "workbench.experiment",
     "configure": "workbench.experiment",
     "model_overrides": "workbench.experiment",
+    "reproduce": "workbench.experiment",
     # IPython: `%load_ext workbench` (not in __all__)
     "load_ipython_extension": "workbench.ui.jupyter",
     "unload_ipython_extension": "workbench.ui.jupyter",
@@ -77,6 +78,7 @@ __all__ = [
     "load_population_spec",
     "load_run_config",
     "model_overrides",
+    "reproduce",
     "run",
     "run_state",
     "sample_population",
@@ -109,7 +111,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         RoundFailedError,
         WorkbenchError,
     )
-    from workbench.experiment import Experiment, configure, model_overrides, sweep
+    from workbench.experiment import Experiment, configure, model_overrides, reproduce, sweep
     from workbench.population import counts_table, sample_population
     from workbench.results import Bundle, list_bundles, verify_bundle
     from workbench.runs import follow, run_state

@@ -1,5 +1,5 @@
-"""The `workbench` command: run games and sweeps, inspect, compare and verify bundles, sample
-personas, benchmark.
+"""The `workbench` command: run games and sweeps, inspect, compare, verify and reproduce
+bundles, sample personas, benchmark.
 
 User errors (a bad config, a missing file, an unreadable bundle) print one line naming the field
 and the fix and exit with status 2; nothing is half-written. A run that fails after its bundle
@@ -39,7 +39,7 @@ app = typer.Typer(
     **PLAIN,
 )
 bundles_app = typer.Typer(
-    help="List, show, compare and verify result bundles.", no_args_is_help=True, **PLAIN
+    help="List, show, compare, verify and reproduce result bundles.", no_args_is_help=True, **PLAIN
 )
 personas_app = typer.Typer(
     help="Sample personas from a population spec.", no_args_is_help=True, **PLAIN
@@ -410,6 +410,7 @@ def bundles_list(
 def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")]) -> None:
     """Show a bundle's status, model, config summary and round table."""
     from workbench.results import Bundle
+    from workbench.results.reproduction import build_reach
     from workbench.results.statuses import resume_hint
 
     b = Bundle.open(bundle)
@@ -425,6 +426,9 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
     typer.echo(f"agents:  {cfg.n_agents} ({cfg.policy.kind}), seed {cfg.seed}")
     model = b.model
     typer.echo(f"model:   {model.get('name', model.get('policy', '-'))} {model.get('engine', '')}")
+    reach = build_reach(model)
+    if reach:
+        typer.echo(f"build:   {reach}")
     for url, server in (model.get("servers") or {}).items():  # OpenAI-compatible endpoints
         kind = " ".join(str(v) for v in (server.get("kind"), server.get("version")) if v)
         typer.echo(
@@ -462,6 +466,26 @@ def bundles_verify(bundle: Annotated[Path, typer.Argument(help="bundle directory
     report = verify_bundle(bundle)
     typer.echo(str(report))  # the verdict, then each problem once
     raise typer.Exit(0 if report.ok else 1)
+
+
+@bundles_app.command("reproduce")
+def bundles_reproduce(
+    bundle: Annotated[Path, typer.Argument(help="bundle directory")],
+    rounds: Annotated[
+        int | None, typer.Option(help="reproduce the first K rounds only (default: all)")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="where the new bundle goes (default: beside BUNDLE)")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+) -> None:
+    """Run BUNDLE's config again with its seed into a new bundle and compare the two answer by
+    answer; name the cause of any difference. Exit 0 only when every answer is identical."""
+    from workbench.experiment import reproduce
+
+    result = reproduce(bundle, rounds=rounds, out_dir=out, progress=progress)
+    typer.echo(str(result))  # both paths, the round table, then the one verdict line
+    raise typer.Exit(0 if result.identical else 1)
 
 
 @personas_app.command("sample")

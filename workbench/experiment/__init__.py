@@ -22,6 +22,7 @@ _HOMES: dict[str, str] = {
     "CellResult": "workbench.experiment.sweep",
     "plan": "workbench.experiment.sweep",
     "sweep": "workbench.experiment.sweep",
+    "reproduce": "workbench.experiment.reproduce",
     "compare_rounds": "workbench.experiment.compare",
     "config_differences": "workbench.experiment.compare",
     "model_differences": "workbench.experiment.compare",
@@ -40,6 +41,7 @@ __all__ = [
     "model_differences",
     "model_overrides",
     "plan",
+    "reproduce",
     "sweep",
 ]
 
@@ -50,4 +52,5 @@ if TYPE_CHECKING:
     from workbench.experiment.configure import configure, model_overrides
     from workbench.experiment.folder import Experiment
     from workbench.experiment.grid import Cell, GridSpec, expand_grid, load_grid
+    from workbench.experiment.reproduce import reproduce
     from workbench.experiment.sweep import CellResult, plan, sweep

@@ -16,6 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from workbench._cpu_features import enabled_features
+
 BUILD_RECORD = "llama-build.json"
 """The set-up's record of the llama.cpp build, in the environment's prefix (`sys.prefix`)."""
 
@@ -30,16 +32,6 @@ def built_for() -> str:
 
     info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
     return " | ".join(part.strip() for part in info.split("|") if part.strip())
-
-
-def enabled_features(reported: str) -> list[str]:
-    """The feature names a `built_for` line sets to 1 ("AVX2 = 1 | SSE3 = 1" -> AVX2, SSE3)."""
-    names = []
-    for part in reported.split("|"):
-        name, _, value = part.partition("=")
-        if value.strip() == "1":
-            names.append(name.strip())
-    return names
 
 
 @lru_cache(maxsize=1)
@@ -64,7 +56,7 @@ def engine_build() -> dict[str, Any]:
     except ValueError as exc:
         return {"build": "unknown", "built_for": reported, "note": f"{path}: {exc}"}
     build = {**record, "built_for": reported}
-    wider = [f for f in enabled_features(reported) if f.startswith(WIDER_THAN_BASELINE)]
+    wider = sorted(f for f in enabled_features(reported) if f.startswith(WIDER_THAN_BASELINE))
     if record.get("build") == "portable" and wider:
         build["build"] = "unknown"
         build["note"] = (

@@ -165,7 +165,6 @@ class LlamaCppModel(ChatModel):
         tokens = llm.tokenize(text, add_bos=False)[:prompt_tokens]
         best_prompt = best_decode = 0.0
         with engine.lock:
-            import llama_cpp
 
             threads = self.cpu.threads()
             use_threads(llm.ctx, threads)
@@ -232,7 +231,6 @@ class LlamaCppModel(ChatModel):
         self.counters.evaluated_tokens += len(tokens) - keep
 
     def _complete(self, engine: Engine, request: ChatRequest, params: SamplingParams) -> ChatResult:
-        import llama_cpp
 
         llm = engine.llm
         start = time.perf_counter()

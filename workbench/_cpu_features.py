@@ -1,0 +1,15 @@
+"""The CPU features a llama.cpp build reports it uses, read from its one line of system info
+("CPU : SSE3 = 1 | AVX2 = 1 | ..."): the engine's build record (`llm.embedded.build`) and the
+comparison of two bundles' builds (`results.reproduction`) both read it here."""
+
+from __future__ import annotations
+
+
+def enabled_features(reported: str) -> set[str]:
+    """The feature names the line sets to 1 ("CPU : AVX2 = 1 | SSE3 = 1" -> {AVX2, SSE3})."""
+    names = set()
+    for part in reported.split("|"):
+        name, _, value = part.partition("=")
+        if value.strip() == "1":
+            names.add(name.rsplit(":", 1)[-1].strip())
+    return names
