@@ -22,6 +22,8 @@ from workbench.results import Bundle
 from workbench.results.layout import MANIFEST
 from workbench.runtime import Simulation
 
+pytestmark = pytest.mark.slow  # runs the embedded model
+
 NATIVE_AVX512 = (
     "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX_VNNI = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | "
     "BMI2 = 1 | AVX512 = 1 | AVX512_VBMI = 1 | AVX512_VNNI = 1 | LLAMAFILE = 1 | OPENMP = 1 | "

@@ -33,6 +33,8 @@ from workbench.llm.embedded.engine import (
 from workbench.llm.embedded.llamacpp import LlamaCppModel
 from workbench.runtime import Simulation
 
+pytestmark = pytest.mark.slow  # loads the embedded model
+
 THREADS = (1, 2, 4)
 
 

@@ -195,6 +195,9 @@ def page(warn: Warn) -> str:
         "| variable | read by | what for |",
         "|---|---|---|",
         "| `PYTHON` | `.ci/setup` | the Python to make `.venv` with (default `python3.11`) |",
+        "| `WORKBENCH_LLAMA_BUILD` | `.ci/setup` | `portable` (the default: one instruction-set "
+        "baseline, the same answers on every machine of it) or `native` (this CPU's own "
+        "features); see [reproducibility](../../design/reproducibility.md) |",
         "| `WORKBENCH_WHEELHOUSE` | `.ci/setup` | where built wheels are kept "
         "(default `~/.cache/agent-sim-workbench/wheels`) |",
         "| `WORKBENCH_CHROMIUM` | `.ci/setup`, browser tests | the chromium Playwright drives "

@@ -165,7 +165,6 @@ class LlamaCppModel(ChatModel):
         tokens = llm.tokenize(text, add_bos=False)[:prompt_tokens]
         best_prompt = best_decode = 0.0
         with engine.lock:
-
             threads = self.cpu.threads()
             use_threads(llm.ctx, threads)
             for _ in range(3):
