@@ -97,6 +97,18 @@ def test_10000_agents_drawn_by_the_workbench_beat_100_per_agent_requests(
     assert min(first_s, again_s) < per_agent_s
 
 
+def test_a_served_bundle_reproduces_identically(vllm, make_config, tmp_path: Path) -> None:
+    """`bundles reproduce` on a bundle drawn from the real server's node probabilities: the
+    config run again against the same server gives every answer again."""
+    from workbench.experiment import reproduce
+
+    made, _ = played(make_config, vllm, tmp_path / "made", 2_000, "workbench")
+    result = reproduce(made, out_dir=tmp_path / "again")
+    print(result)
+    assert result.identical, result.verdict()
+    assert result.verdict().startswith("identical: all 2,000 answers of 1 round(s)")
+
+
 def test_ten_shards_ask_the_server_what_one_shard_asks(vllm, make_config, tmp_path: Path) -> None:
     """Issue 26, item 1, against the real server: 2,000 agents over 2 rounds in 10 shards of
     one process send the same distinct nodes as in one shard (each once: the scorer's memo and
