@@ -16,8 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.cli_helpers import assert_user_error, in_process
-from workbench.config import RunConfig
-from workbench.experiment import reproduce
+from workbench.experiment import configure, reproduce
 from workbench.results import Bundle
 from workbench.results.layout import MANIFEST
 from workbench.runtime import Simulation
@@ -33,17 +32,9 @@ NATIVE_AVX512 = (
 
 
 @pytest.fixture(scope="module")
-def made(education_spec, tmp_path_factory) -> Bundle:
+def made(tmp_path_factory) -> Bundle:
     """24 persona agents, 2 rounds of the quickstart's game on the embedded model."""
-    config = RunConfig(
-        name="repro",
-        seed=42,
-        n_agents=24,
-        population=education_spec,
-        game={"ratio": "2/3", "rounds": 2, "prompt": {"style": "direct", "persona": True}},
-        policy={"kind": "llm"},
-        model={"kind": "embedded", "temperature": 0.7, "max_tokens": 4},
-    )
+    config = configure("quickstart", {"name": "repro", "n_agents": 24, "game.rounds": 2})
     return Simulation(config).run(out_dir=tmp_path_factory.mktemp("made"), progress=False)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.config import RunConfig
+from workbench.experiment import configure
 from workbench.llm.embedded.engine import (
     ONE_ROW_THREADS,
     decode,
@@ -101,18 +101,10 @@ def test_no_weight_of_the_shipped_file_is_repacked_or_on_amx() -> None:
     assert "REPACK model buffer" not in report and "AMX" not in report.split("system_info")[0]
 
 
-def test_a_runs_answers_are_the_same_at_1_2_and_4_threads(education_spec, tmp_path) -> None:
+def test_a_runs_answers_are_the_same_at_1_2_and_4_threads(tmp_path) -> None:
     """Two quickstart rounds (the second's prompts pass 256 tokens) on engines of 1, 2 and 4
     threads: every answer identical."""
-    config = RunConfig(
-        name="threads",
-        seed=42,
-        n_agents=60,
-        population=education_spec,
-        game={"ratio": "2/3", "rounds": 2, "prompt": {"style": "direct", "persona": True}},
-        policy={"kind": "llm"},
-        model={"kind": "embedded", "temperature": 0.7, "max_tokens": 4},
-    )
+    config = configure("quickstart", {"name": "threads", "n_agents": 30, "game.rounds": 2})
     answers = []
     for threads in THREADS:
         model = LlamaCppModel(n_threads=threads).load()
