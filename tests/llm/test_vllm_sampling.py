@@ -82,9 +82,15 @@ def test_the_probe_proves_workbench_sampling_on_vllm(vllm) -> None:
 def test_10000_agents_drawn_by_the_workbench_beat_100_per_agent_requests(
     vllm, make_config, tmp_path: Path
 ) -> None:
+    from workbench.experiment import reproduce
+
     per_agent, per_agent_s = played(make_config, vllm, tmp_path / "server", 100, "server")
     first, first_s = played(make_config, vllm, tmp_path / "a", 10_000, "workbench")
-    again, again_s = played(make_config, vllm, tmp_path / "b", 10_000, "workbench")
+    rerun = reproduce(first, out_dir=tmp_path / "b")  # `bundles reproduce`: the config again
+    print(rerun)
+    assert rerun.identical, rerun.verdict()  # a served bundle is made again, answer for answer
+    again, again_s = rerun.again, float(rerun.again.rounds()["seconds"].iloc[0])
+    assert verify_bundle(again.path).ok
     for bundle in (first, again):
         model = bundle.manifest["model"]
         assert model["sampling"]["mode"] == "workbench"
@@ -95,18 +101,6 @@ def test_10000_agents_drawn_by_the_workbench_beat_100_per_agent_requests(
     assert a.equals(b)  # identical answers across reruns
     assert a["guess"].nunique() > 5  # drawn, not one greedy answer
     assert min(first_s, again_s) < per_agent_s
-
-
-def test_a_served_bundle_reproduces_identically(vllm, make_config, tmp_path: Path) -> None:
-    """`bundles reproduce` on a bundle drawn from the real server's node probabilities: the
-    config run again against the same server gives every answer again."""
-    from workbench.experiment import reproduce
-
-    made, _ = played(make_config, vllm, tmp_path / "made", 2_000, "workbench")
-    result = reproduce(made, out_dir=tmp_path / "again")
-    print(result)
-    assert result.identical, result.verdict()
-    assert result.verdict().startswith("identical: all 2,000 answers of 1 round(s)")
 
 
 def test_ten_shards_ask_the_server_what_one_shard_asks(vllm, make_config, tmp_path: Path) -> None:
