@@ -10,26 +10,17 @@ the resume command, and exits with status 1.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
-from workbench._files import RESULTS_DIR
 from workbench.cli_bench import bench_app
+from workbench.cli_bundles import bundles_app
 from workbench.cli_runs import runs_app
 from workbench.cli_servers import dashboard_command, serve_model_command
+from workbench.cli_tables import PLAIN, RoundTable, invariance_note, text_table
 from workbench.errors import WorkbenchError
-from workbench.results.round_table import COUNTS, MORE_STATISTICS, ROUND_TABLE
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from workbench.runtime.events import Event
-
-PLAIN = {"rich_markup_mode": None}
-"""Plain help text: rendering it through rich costs a quarter of a second at every start."""
 
 app = typer.Typer(
     help="Agent Simulation Workbench: LLM multi-agent 'guess p of the average' games.",
@@ -37,9 +28,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     **PLAIN,
-)
-bundles_app = typer.Typer(
-    help="List, show, compare, verify and reproduce result bundles.", no_args_is_help=True, **PLAIN
 )
 personas_app = typer.Typer(
     help="Sample personas from a population spec.", no_args_is_help=True, **PLAIN
@@ -49,66 +37,8 @@ app.add_typer(personas_app, name="personas")
 app.add_typer(bench_app, name="bench")
 app.add_typer(runs_app, name="runs")
 
-SHOW_COLUMNS: dict[str, str] = {**ROUND_TABLE, **MORE_STATISTICS}
-"""`bundles show`'s round table: the round table's columns and the other statistics."""
 MAX_SAMPLE = 10_000_000
 """Most personas `personas sample` draws (it holds them in memory and prints their counts)."""
-
-
-def _table(frame: pd.DataFrame) -> str:
-    """A frame as aligned text with two decimals."""
-    return frame.to_string(index=False, float_format=lambda x: f"{x:.2f}")
-
-
-def _cell(value: Any, column: str) -> str:
-    """One round-table cell: counts as whole numbers, the rest with two decimals, "-" for a
-    null or nan (a round with no valid answer: its note says so)."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):  # None, pandas' NA
-        return "-"
-    if number != number:
-        return "-"
-    return str(int(number)) if column in COUNTS else f"{number:.2f}"
-
-
-class RoundTable:
-    """A table of rounds, one text line each, with a note a round must not hide: the CLI's
-    live table is a subscriber of the run's events, `bundles show` prints a bundle's rows."""
-
-    def __init__(self, columns: Mapping[str, str] = ROUND_TABLE) -> None:
-        self.columns = dict(columns)
-        self.widths = [max(len(header), 8) for header in self.columns]
-        self.bundle: str | None = None
-        self.header_done = False
-
-    def _line(self, cells: list[str], note: str) -> str:
-        line = " ".join(c.rjust(w) for c, w in zip(cells, self.widths, strict=True))
-        return f"{line}  {note}".rstrip()
-
-    def header(self) -> str:
-        """The header line."""
-        return self._line(list(self.columns), "note")
-
-    def row(self, stats: Mapping[str, Any]) -> str:
-        """One round's line from its statistics (a RoundFinished's or a rounds.parquet row)."""
-        from workbench.runtime.events import round_note
-
-        cells = [_cell(stats.get(name), name) for name in self.columns.values()]
-        return self._line(cells, round_note(stats))
-
-    def __call__(self, event: Event) -> None:
-        from tqdm.auto import tqdm
-
-        from workbench.runtime.events import RoundFinished, RunStarted
-
-        if isinstance(event, RunStarted):
-            self.bundle = event.bundle
-        elif isinstance(event, RoundFinished):
-            if not self.header_done:
-                tqdm.write(self.header(), file=sys.stdout)
-                self.header_done = True
-            tqdm.write(self.row({"round": event.round, **event.stats}), file=sys.stdout)
 
 
 @app.command("run")
@@ -260,17 +190,9 @@ def run_command(
     if not bundle.is_complete:
         typer.echo(f"status: {bundle.status}")
     typer.echo(f"bundle: {bundle.path}")
-    note = _invariance_note(bundle.model)
+    note = invariance_note(bundle.model)
     if note:
         typer.echo(note, err=True)
-
-
-def _invariance_note(model: dict[str, Any]) -> str | None:
-    """The one line a run on a server that is not batch invariant ends with (None otherwise)."""
-    sampling = model.get("sampling")
-    if not isinstance(sampling, dict) or sampling.get("batch_invariant") != "no":
-        return None
-    return f"note: the server's node probabilities are not batch invariant: {sampling.get('note')}"
 
 
 def _report_failed_run(path: str, exc: WorkbenchError) -> None:
@@ -364,130 +286,6 @@ def sweep_command(
         raise typer.Exit(1)
 
 
-@bundles_app.command("compare")
-def bundles_compare(
-    bundles: Annotated[list[Path], typer.Argument(help="two or more bundle directories")],
-) -> None:
-    """Line up bundles: the config keys that differ, then their round statistics side by side."""
-    from workbench.experiment import compare_rounds, config_differences, model_differences
-    from workbench.results import Bundle
-
-    opened = {f"b{number}": Bundle.open(path) for number, path in enumerate(bundles, 1)}
-    differ = config_differences(opened)  # ConfigError for fewer than two
-    labels = {bundle.run_id: label for label, bundle in opened.items()}
-    for label, bundle in opened.items():
-        fork = bundle.forked_from
-        forks = (
-            ""
-            if fork is None
-            else (
-                f", a fork of {labels.get(fork.get('run_id'), fork.get('run_id'))} "
-                f"from round {fork.get('at_round')}"
-            )
-        )
-        typer.echo(f"{label}: {bundle.path} ({bundle.status}{forks})")
-    typer.echo(f"config keys that differ:\n{differ.to_string()}" if len(differ) else "config: same")
-    models = model_differences(opened)
-    if len(models):
-        typer.echo(f"what answered differs (answers may differ for it):\n{models.to_string()}")
-    rounds = compare_rounds(opened)
-    typer.echo(rounds.to_string(float_format=lambda x: f"{x:.2f}") if len(rounds) else "no rounds")
-
-
-@bundles_app.command("list")
-def bundles_list(
-    root: Annotated[Path, typer.Argument(help="results directory")] = Path(RESULTS_DIR),
-) -> None:
-    """List the bundles under ROOT with their status (dead: marked running, writer gone); a
-    damaged manifest field reads unknown, the problem column says which and why."""
-    from workbench.results import list_bundles
-
-    frame = list_bundles(root)  # a damaged field reads unknown, its `problem` says why
-    typer.echo(_table(frame.fillna({"problem": ""})) if len(frame) else f"no bundles under {root}")
-
-
-@bundles_app.command("show")
-def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")]) -> None:
-    """Show a bundle's status, model, config summary and round table."""
-    from workbench.results import Bundle
-    from workbench.results.reproduction import build_reach
-    from workbench.results.statuses import resume_hint
-
-    b = Bundle.open(bundle)
-    cfg = b.config
-    game = cfg.game.as_written()
-    typer.echo(f"run:     {b.run_id} ({b.status})")
-    typer.echo(f"created: {b.created_at}  finished: {b.finished_at}")
-    typer.echo(
-        f"game:    ratio={game['ratio']} offset={game['offset']} "
-        f"range=[{game['low']}, {game['high']}] rounds={cfg.game.rounds} "
-        f"({len(b.rounds_done)} done)"
-    )
-    typer.echo(f"agents:  {cfg.n_agents} ({cfg.policy.kind}), seed {cfg.seed}")
-    model = b.model
-    typer.echo(f"model:   {model.get('name', model.get('policy', '-'))} {model.get('engine', '')}")
-    reach = build_reach(model)
-    if reach:
-        typer.echo(f"build:   {reach}")
-    for url, server in (model.get("servers") or {}).items():  # OpenAI-compatible endpoints
-        kind = " ".join(str(v) for v in (server.get("kind"), server.get("version")) if v)
-        typer.echo(
-            f"server:  {url} ({kind}), constraint {server.get('constraint') or 'none'}, "
-            f"seed {model.get('seed', 'per_request')}"
-        )
-    note = _invariance_note(model)
-    if note:
-        typer.echo(note)
-    if b.error:
-        typer.echo(f"error:   {b.error}")
-    hint = resume_hint(b.status, b.error, b.path)
-    if hint is not None:
-        typer.echo(f"resume:  {hint}")
-    frame = b.rounds()
-    if not len(frame):
-        typer.echo("no rounds completed")
-        return
-    table = RoundTable(SHOW_COLUMNS)
-    typer.echo(table.header())
-    for row in frame.to_dict("records"):
-        typer.echo(table.row(row))
-    if b.exact_rounds:  # output.exact_distributions: each group's exact mean beside its draws
-        columns = [c for c in b.personas().columns if c not in ("agent_id", "persona")]
-        number, by = b.exact_rounds[-1], cfg.game.group_by or columns[0]
-        typer.echo(f"exact distributions kept for rounds {b.exact_rounds}; round {number} by {by}:")
-        typer.echo(b.exact(number).groups(by).to_string(index=False, float_format="{:.2f}".format))
-
-
-@bundles_app.command("verify")
-def bundles_verify(bundle: Annotated[Path, typer.Argument(help="bundle directory")]) -> None:
-    """Recompute hashes and round statistics; exit 1 when anything differs."""
-    from workbench.results import verify_bundle
-
-    report = verify_bundle(bundle)
-    typer.echo(str(report))  # the verdict, then each problem once
-    raise typer.Exit(0 if report.ok else 1)
-
-
-@bundles_app.command("reproduce")
-def bundles_reproduce(
-    bundle: Annotated[Path, typer.Argument(help="bundle directory")],
-    rounds: Annotated[
-        int | None, typer.Option(help="reproduce the first K rounds only (default: all)")
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option(help="where the new bundle goes (default: beside BUNDLE)")
-    ] = None,
-    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
-) -> None:
-    """Run BUNDLE's config again with its seed into a new bundle and compare the two answer by
-    answer; name the cause of any difference. Exit 0 only when every answer is identical."""
-    from workbench.experiment import reproduce
-
-    result = reproduce(bundle, rounds=rounds, out_dir=out, progress=progress)
-    typer.echo(str(result))  # both paths, the round table, then the one verdict line
-    raise typer.Exit(0 if result.identical else 1)
-
-
 @personas_app.command("sample")
 def personas_sample(
     spec: Annotated[Path, typer.Argument(help="population spec YAML")],
@@ -510,7 +308,7 @@ def personas_sample(
     if out is not None and out.suffix not in (".parquet", ".csv"):
         raise ConfigError(f"--out: use a .parquet or .csv file name, got {out.name!r}")
     personas = sample_population(population, n, seed)
-    typer.echo(_table(counts_table(personas, population)))
+    typer.echo(text_table(counts_table(personas, population)))
     import pandas as pd
 
     if show > 0:

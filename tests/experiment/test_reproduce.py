@@ -17,6 +17,8 @@ import pytest
 
 from tests.cli_helpers import assert_user_error, in_process
 from workbench.experiment import configure, reproduce
+from workbench.experiment.reproduce import _refuse_ungranted_keys
+from workbench.llm.key_policy import KeyPolicy
 from workbench.results import Bundle
 from workbench.results.layout import MANIFEST
 from workbench.runtime import Simulation
@@ -97,3 +99,28 @@ def test_rounds_out_of_range_are_refused_naming_the_option(made: Bundle, tmp_pat
     result = in_process(["bundles", "reproduce", made.path, "--rounds", "3"], cwd=tmp_path)
     assert_user_error(result, "--rounds", "between 1 and the 2 round(s)")
     assert not any(tmp_path.iterdir())  # nothing run, nothing written
+
+
+def test_a_bundles_config_never_chooses_where_a_key_goes(
+    made: Bundle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bundle from elsewhere whose config would send a key variable to its own host: refused
+    before anything runs, naming the grant; the grant lifts the refusal."""
+    monkeypatch.setenv("SOME_SECRET", "s3cret")
+    copy = tmp_path / "served"
+    shutil.copytree(made.path, copy)
+    manifest = json.loads((copy / MANIFEST).read_text())
+    manifest["config"]["model"] = {
+        "kind": "openai",
+        "name": "m",
+        "base_urls": ["http://127.0.0.1:9/v1"],
+        "api_key_env": "SOME_SECRET",
+    }
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+    out = tmp_path / "out"
+    refused = in_process(["bundles", "reproduce", copy, "--out", out], cwd=tmp_path)
+    assert_user_error(refused, "model.api_key_env", "'SOME_SECRET'", "127.0.0.1:9",
+                      "--allow-key-env SOME_SECRET=127.0.0.1:9")  # fmt: skip
+    assert not out.exists()  # nothing ran, nothing was sent
+    grant = KeyPolicy.parse(["SOME_SECRET=127.0.0.1:9"])
+    _refuse_ungranted_keys(Bundle.open(copy).config, grant)  # granted: no refusal

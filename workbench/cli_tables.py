@@ -1,0 +1,82 @@
+"""The CLI's text tables: a frame as aligned text, the round table (live and in `bundles
+show`), and the line a run on a server that is not batch invariant ends with."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from workbench.results.round_table import COUNTS, ROUND_TABLE
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from workbench.runtime.events import Event
+
+PLAIN = {"rich_markup_mode": None}
+"""Plain help text: rendering it through rich costs a quarter of a second at every start."""
+
+
+def text_table(frame: pd.DataFrame) -> str:
+    """A frame as aligned text with two decimals."""
+    return frame.to_string(index=False, float_format=lambda x: f"{x:.2f}")
+
+
+def _cell(value: Any, column: str) -> str:
+    """One round-table cell: counts as whole numbers, the rest with two decimals, "-" for a
+    null or nan (a round with no valid answer: its note says so)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):  # None, pandas' NA
+        return "-"
+    if number != number:
+        return "-"
+    return str(int(number)) if column in COUNTS else f"{number:.2f}"
+
+
+class RoundTable:
+    """A table of rounds, one text line each, with a note a round must not hide: the CLI's
+    live table is a subscriber of the run's events, `bundles show` prints a bundle's rows."""
+
+    def __init__(self, columns: Mapping[str, str] = ROUND_TABLE) -> None:
+        self.columns = dict(columns)
+        self.widths = [max(len(header), 8) for header in self.columns]
+        self.bundle: str | None = None
+        self.header_done = False
+
+    def _line(self, cells: list[str], note: str) -> str:
+        line = " ".join(c.rjust(w) for c, w in zip(cells, self.widths, strict=True))
+        return f"{line}  {note}".rstrip()
+
+    def header(self) -> str:
+        """The header line."""
+        return self._line(list(self.columns), "note")
+
+    def row(self, stats: Mapping[str, Any]) -> str:
+        """One round's line from its statistics (a RoundFinished's or a rounds.parquet row)."""
+        from workbench.runtime.events import round_note
+
+        cells = [_cell(stats.get(name), name) for name in self.columns.values()]
+        return self._line(cells, round_note(stats))
+
+    def __call__(self, event: Event) -> None:
+        from tqdm.auto import tqdm
+
+        from workbench.runtime.events import RoundFinished, RunStarted
+
+        if isinstance(event, RunStarted):
+            self.bundle = event.bundle
+        elif isinstance(event, RoundFinished):
+            if not self.header_done:
+                tqdm.write(self.header(), file=sys.stdout)
+                self.header_done = True
+            tqdm.write(self.row({"round": event.round, **event.stats}), file=sys.stdout)
+
+
+def invariance_note(model: dict[str, Any]) -> str | None:
+    """The one line a run on a server that is not batch invariant ends with (None otherwise)."""
+    sampling = model.get("sampling")
+    if not isinstance(sampling, dict) or sampling.get("batch_invariant") != "no":
+        return None
+    return f"note: the server's node probabilities are not batch invariant: {sampling.get('note')}"
