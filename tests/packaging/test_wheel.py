@@ -77,8 +77,11 @@ def _sources(into: Path) -> Path:
 
 @pytest.mark.slow
 def test_quickstart_runs_from_a_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
-    # .ci/setup keeps the llama.cpp wheel in a folder named for its build flags
-    llama = sorted(WHEELHOUSE.glob("**/llama_cpp_python-*.whl"))
+    # .ci/setup keeps the llama.cpp wheel in a folder named for its build and flags: the one
+    # this environment was set up with (.llama-build), else any
+    build = Path(sys.prefix, ".llama-build")
+    folder = f"llama-{build.read_text().strip()}" if build.is_file() else "*"
+    llama = sorted(WHEELHOUSE.glob(f"{folder}/llama_cpp_python-*.whl"))
     if not LOCK.is_file() or not llama:
         pytest.skip("no .ci/requirements.lock or set-up wheelhouse (run .ci/setup)")
     uv = _uv()
