@@ -21,7 +21,7 @@ from typing import Any
 
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
-from workbench.llm.key_policy import OPTION, POLICY_ENV, KeyPolicy, endpoint_host
+from workbench.llm.key_policy import OPTION, POLICY_ENV, KeyPolicy
 from workbench.results import Bundle
 from workbench.results.reproduction import Reproduction, compare_answers
 from workbench.runtime import Simulation
@@ -30,20 +30,15 @@ from workbench.runtime import Simulation
 def _refuse_ungranted_keys(config: RunConfig, policy: KeyPolicy) -> None:
     """ConfigError before anything runs when the config would send a key the user did not
     grant to those hosts."""
-    specs = [config.model, *config.models.values()]
-    for spec in specs:
+    for spec in [config.model, *config.models.values()]:
         variable = spec.api_key_env
-        if variable is None:
-            continue
-        hosts = policy.grants.get(variable, frozenset())
-        for url in spec.base_urls:
-            host, host_port = endpoint_host(url)
-            if host not in hosts and host_port not in hosts:
-                raise ConfigError(
-                    f"model.api_key_env: the bundle's config would send the key in {variable!r} "
-                    f"to {host_port}; a bundle never chooses where a secret goes, so nothing was "
-                    f"sent. If you trust that host: {OPTION} {variable}={host_port}"
-                )
+        refused = None if variable is None else policy.refused_endpoint(variable, spec.base_urls)
+        if refused is not None:
+            raise ConfigError(
+                f"model.api_key_env: the bundle's config would send the key in {variable!r} "
+                f"to {refused}; a bundle never chooses where a secret goes, so nothing was "
+                f"sent. If you trust that host: {OPTION} {variable}={refused}"
+            )
 
 
 @contextlib.contextmanager

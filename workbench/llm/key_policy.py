@@ -105,14 +105,23 @@ class KeyPolicy:
                 f"(granted: {granted}); nothing was sent. The dashboard's owner grants one "
                 f"when starting it: {OPTION} {variable}=HOST[,HOST...]"
             )
+        refused = self.refused_endpoint(variable, base_urls)
+        if refused is not None:
+            raise ConfigError(
+                f"model.base_urls: {refused} is not a host the key {variable!r} may go "
+                f"to (granted: {', '.join(sorted(hosts))}); nothing was sent. The "
+                f"dashboard's owner grants it: {OPTION} {variable}={refused}"
+            )
+
+    def refused_endpoint(self, variable: str, base_urls: Iterable[str]) -> str | None:
+        """The first endpoint (host:port) of `base_urls` that `variable` is not granted to go
+        to; None when it may go to every one."""
+        hosts = self.grants.get(variable, frozenset())
         for url in base_urls:
             host, host_port = endpoint_host(url)
             if host not in hosts and host_port not in hosts:
-                raise ConfigError(
-                    f"model.base_urls: {host_port} is not a host the key {variable!r} may go "
-                    f"to (granted: {', '.join(sorted(hosts))}); nothing was sent. The "
-                    f"dashboard's owner grants it: {OPTION} {variable}={host_port}"
-                )
+                return host_port
+        return None
 
 
 def api_key_for(variable: str | None, base_urls: Iterable[str]) -> str | None:
