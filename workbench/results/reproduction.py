@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workbench._cpu_features import enabled_features
+from workbench._cpu_features import BEYOND_PORTABLE, enabled_features
+from workbench.game import Status
 from workbench.results.bundle import Bundle
 
 DIGEST_COLUMNS: tuple[str, ...] = ("agent_id", "guess", "status")
@@ -68,7 +69,10 @@ def _mean(guesses: pd.Series, valid: pd.Series) -> float:
     return float(chosen.mean()) if len(chosen) else float("nan")
 
 
-def _match_round(original: Bundle, again: Bundle, number: int, group_by: str | None) -> RoundMatch:
+def _match_round(
+    original: Bundle, again: Bundle, number: int, groups: pd.Series | None
+) -> RoundMatch:
+    """One round compared; `groups` is each agent's group (indexed by agent id), if any."""
     then, now = _answers(original, number), _answers(again, number)
     joined = then.merge(now, on="agent_id", how="outer", suffixes=("_then", "_now"))
     same_guess = (joined["guess_then"] == joined["guess_now"]) | (
@@ -78,12 +82,11 @@ def _match_round(original: Bundle, again: Bundle, number: int, group_by: str | N
     differing = joined.loc[~same]
     first = None if differing.empty else differing.iloc[0]
     shift: dict[str, float] = {}
-    valid_then = joined["status_then"] == "ok"
-    valid_now = joined["status_now"] == "ok"
-    if group_by is not None and not differing.empty:
-        personas = original.personas().set_index("agent_id")[group_by]
-        groups = joined["agent_id"].map(personas).astype(str)
-        for name, rows in joined.groupby(groups, sort=True).groups.items():
+    valid_then = joined["status_then"] == Status.OK
+    valid_now = joined["status_now"] == Status.OK
+    if groups is not None and not differing.empty:
+        of_agent = joined["agent_id"].map(groups).astype(str)
+        for name, rows in joined.groupby(of_agent, sort=True).groups.items():
             part = joined.loc[rows]
             then_mean = _mean(part["guess_then"], valid_then.loc[rows])
             now_mean = _mean(part["guess_now"], valid_now.loc[rows])
@@ -146,7 +149,7 @@ def build_reach(model: dict[str, Any]) -> str:
     return f"{label}: where its answers can be made again is not known"
 
 
-WIDE = ("AVX512", "AMX", "AVX_VNNI", "SVE", "SME", "AVX2", "NEON", "DOTPROD")
+WIDE = (*BEYOND_PORTABLE, "AVX2", "NEON", "DOTPROD")
 """Feature names worth showing in a build's label: the widest instruction sets it uses."""
 
 
@@ -343,9 +346,9 @@ class Reproduction:
         return "\n".join(lines)
 
 
-def _first_column(bundle: Bundle) -> str | None:
+def _first_column(personas: pd.DataFrame) -> str | None:
     """The persona column groups are shown by when the run had no `game.group_by`."""
-    columns = [c for c in bundle.personas().columns if c not in ("agent_id", "persona")]
+    columns = [c for c in personas.columns if c not in ("agent_id", "persona")]
     return columns[0] if columns else None
 
 
@@ -354,9 +357,11 @@ def compare_answers(original: Bundle, again: Bundle, rounds: int | None = None) 
     (default: every round `original` finished)."""
     asked = rounds if rounds is not None else len(original.rounds_done)
     played = min(asked, len(again.rounds_done), len(original.rounds_done))
-    group_by = original.config.game.group_by or _first_column(original)
-    matches = [_match_round(original, again, n, group_by) for n in range(1, played + 1)]
-    personas_same = original.personas().equals(again.personas())
+    personas = original.personas()  # read once: a million rows
+    group_by = original.config.game.group_by or _first_column(personas)
+    groups = None if group_by is None else personas.set_index("agent_id")[group_by]
+    matches = [_match_round(original, again, n, groups) for n in range(1, played + 1)]
+    personas_same = personas.equals(again.personas())
     causes = answer_causes(
         original.model,
         again.model,
