@@ -16,14 +16,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from workbench._cpu_features import enabled_features
+from workbench._cpu_features import BEYOND_PORTABLE, enabled_features
 
 BUILD_RECORD = "llama-build.json"
 """The set-up's record of the llama.cpp build, in the environment's prefix (`sys.prefix`)."""
-
-WIDER_THAN_BASELINE = ("AVX512", "AMX", "AVX_VNNI", "SVE", "SME")
-"""Features (as `built_for` names them) that no portable baseline here includes: a library
-reporting one of them was not built for its recorded baseline."""
 
 
 def built_for() -> str:
@@ -56,7 +52,7 @@ def engine_build() -> dict[str, Any]:
     except ValueError as exc:
         return {"build": "unknown", "built_for": reported, "note": f"{path}: {exc}"}
     build = {**record, "built_for": reported}
-    wider = sorted(f for f in enabled_features(reported) if f.startswith(WIDER_THAN_BASELINE))
+    wider = sorted(f for f in enabled_features(reported) if f.startswith(BEYOND_PORTABLE))
     if record.get("build") == "portable" and wider:
         build["build"] = "unknown"
         build["note"] = (
