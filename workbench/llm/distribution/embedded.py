@@ -208,7 +208,6 @@ class EmbeddedNodeScorer(NodeScorer):
     def _alone(self, engine: Engine, key: Key) -> np.ndarray:
         """One node's full logits on the engine's own context: the prompt in canonical pieces,
         then each answer token decoded alone (the plain path)."""
-
         model, llm = self.model, engine.llm
         threads = model.cpu.threads()
         use_threads(llm.ctx, threads)
@@ -281,7 +280,6 @@ def reference_answer(
     pieces, each drawn token evaluated after it (`Llama.eval`), every token drawn with the
     workbench sampler and `uniform(depth)`, the agent's own uniform for that step. The check
     that the answer trie changes no answer (`runtime.exactness`)."""
-
     constraint = request.constraint
     if constraint is None or constraint.integer_range is None:
         raise ValueError("a reference answer is drawn for an integer-constrained request")

@@ -6,8 +6,9 @@ the others: measured here (2 cores, one busy neighbour), 2-thread decoding fell 
 tokens/s while 1 thread kept 45-49. So the thread count follows the cores the process may use
 (its affinity) minus what other processes are using right now: `CpuShare.threads()` reads
 /proc/stat and this process's own CPU time at most every `interval_s` and answers the cores left.
-The count changes llama.cpp's speed only: a row's numbers do not depend on the thread count
-(checked bitwise, 1 against 2 threads).
+The count changes llama.cpp's speed only: decodes of several tokens give each row to one thread
+whole, and a decode of one token always runs on `engine.ONE_ROW_THREADS` (its attention would
+otherwise follow the thread count; tests/llm/test_thread_invariance.py).
 """
 
 from __future__ import annotations

@@ -230,7 +230,6 @@ class LlamaCppModel(ChatModel):
         self.counters.evaluated_tokens += len(tokens) - keep
 
     def _complete(self, engine: Engine, request: ChatRequest, params: SamplingParams) -> ChatResult:
-
         llm = engine.llm
         start = time.perf_counter()
         threads = self.cpu.threads()
