@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench._examples import example_path
+from workbench._examples import example_path, examples_dir
 from workbench.config import apply_overrides, load_run_config
 from workbench.results import Bundle
 from workbench.results.reproduction import answers_digest, build_label
 from workbench.runtime import Simulation
 
-GOLDEN = Path(__file__).resolve().parent.parent / "examples" / "golden.json"
+GOLDEN = examples_dir() / "golden.json"
 """Where the golden record lies (shipped with the examples it records)."""
 
 
