@@ -27,7 +27,7 @@ def run_tab(watched: Watched, dashboard: Served) -> Locator:
     launcher.locator(".wb-launcher-run").wait_for()
     name = launcher.get_by_label("Run name", exact=True)
     if not name.is_visible():  # folded: a run is followed; unfold the settings to change them
-        launcher.locator(".wb-launcher-settings .card-header").first.click()
+        launcher.locator(".wb-launcher-settings-toggle button").first.click()
     name.wait_for()
     return launcher
 

@@ -180,7 +180,7 @@ def test_run_and_its_progress_are_above_the_fold_at_1400x900(
     recent.scroll_into_view_if_needed()
     viewport_shot(watched, "run-tab-launches")
 
-    launcher.locator(".wb-launcher-settings .card-header").first.click()  # unfold them again
+    launcher.locator(".wb-launcher-settings-toggle button").first.click()  # unfold them again
     launcher.get_by_label("Rounds", exact=True).wait_for()
     assert launcher.get_by_label("Agents per shard", exact=True).input_value() == "10"
     watched.assert_no_errors()

@@ -235,6 +235,9 @@ class RunState:
     pid: int | None = None
     host: str | None = None
     bundle: Path | None = None
+    n_agents: int = 0
+    started_at: str | None = None
+    finished_at: str | None = None
 
     def apply(self, event: Event) -> None:
         """Update the state with one event."""
@@ -244,6 +247,7 @@ class RunState:
             self.rounds_done, self.error = event.resumed_after, None
             self.pid, self.host = event.pid, event.host
             self.stats = self.stats[: event.resumed_after]
+            self.n_agents, self.started_at, self.finished_at = event.n_agents, event.at, None
         elif isinstance(event, ShardProgress):
             self.shards[event.shard] = event
         elif isinstance(event, RoundFinished):
@@ -251,6 +255,7 @@ class RunState:
             self.stats = [*self.stats[: event.round - 1], {"round": event.round, **event.stats}]
         elif isinstance(event, RunFinished):
             self.status, self.error, self.rounds_done = event.status, event.error, event.rounds_done
+            self.finished_at = event.at
 
     @property
     def true_status(self) -> str:

@@ -19,6 +19,7 @@ import param
 
 from workbench._files import RESULTS_DIR
 from workbench.config import PopulationSpec
+from workbench.errors import WorkbenchError
 from workbench.results import Bundle
 from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
 from workbench.ui.access import Access, auth_provider, guard, new_token
@@ -27,6 +28,7 @@ from workbench.ui.downloads import DOWNLOADS, download_route
 from workbench.ui.layout_guard import LayoutGuard
 from workbench.ui.lazy_view import watch_first
 from workbench.ui.offline import cdn_static_dirs
+from workbench.ui.page_state import PageState, read_state, write_state
 from workbench.ui.persona_preview import PersonaPreview
 from workbench.ui.population_editor import PopulationEditor
 from workbench.ui.results_explorer import ResultsExplorer
@@ -74,6 +76,12 @@ class WorkbenchApp(pn.viewable.Viewer):
         MAX_AGENT_ROUNDS, bounds=(1, None), doc="the most agents x rounds of one launched run"
     )
     tab = param.Selector(objects=list(TABS), default=TABS[0], doc="the tab shown first")
+    keep_state = param.Boolean(
+        True,
+        doc="start from the page state kept in the results folder and keep every change "
+        "there (`ui.page_state`), so a reload or a new page shows the same edits",
+    )
+    state_note = param.String("", doc="output: why the kept page state was not used, if so")
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -100,6 +108,29 @@ class WorkbenchApp(pn.viewable.Viewer):
         )
         self._finished: str | None = None  # a launch finished since the explorer last looked
         self.launcher.param.watch(self._run_finished, "finished_bundle")
+        if self.keep_state:
+            self._restore(results)
+            self._keep(results)
+
+    # ---- the page's state -------------------------------------------------------------------
+
+    def _restore(self, results: str) -> None:
+        """Start from the state kept in the results folder: each part that its own validation
+        accepts (a part it refuses is left at its default, and `state_note` says so)."""
+        state, why = read_state(results)
+        notes = [why] if why else []
+        if state is not None:
+            notes += _restored(self.editor, self.launcher, state)
+        self.state_note = "; ".join(notes)
+
+    def _keep(self, results: str) -> None:
+        """Write the page's state to the results folder after every edit."""
+
+        def keep(*_: Any) -> None:
+            write_state(results, _page_state(self.editor, self.launcher))
+
+        self.editor.param.watch(keep, list(EDITOR_STATE))
+        self.launcher.param.watch(keep, ["values", "config_path"])
 
     def _run_finished(self, event: param.parameterized.Event) -> None:
         """A launch finished: the explorer shows it when its tab is opened next."""
@@ -157,6 +188,47 @@ class WorkbenchApp(pn.viewable.Viewer):
         """The page shell in a server's session (`workbench dashboard`, `panel serve`), the
         plain tabs inline (a notebook, an ipywidget)."""
         return self.page() if in_server_session() else self.tabs()
+
+
+EDITOR_STATE = (
+    "dimensions", "population_name", "description", "sampling", "persona_template", "n", "seed",
+)  # fmt: skip
+"""The editor's params a page keeps (the population's data, its N and seed)."""
+
+
+def _page_state(editor: PopulationEditor, launcher: RunLauncher) -> PageState:
+    """The page's edits now."""
+    return PageState(
+        population=editor.data(),
+        n_agents=editor.n,
+        seed=editor.seed,
+        values=dict(launcher.values),
+        config_path=launcher.config_path,
+    )
+
+
+def _restored(editor: PopulationEditor, launcher: RunLauncher, state: PageState) -> list[str]:
+    """Put a kept state back into the editor and the launcher, each part through its own
+    check; one note per part that was refused (it keeps its default)."""
+    notes = []
+    if state.population is not None:
+        try:
+            editor.set_data(state.population, editor.source)
+        except WorkbenchError as exc:
+            notes.append(f"kept population not used: {exc}")
+    for name, value in (("n", state.n_agents), ("seed", state.seed)):
+        if value is not None:
+            try:
+                setattr(editor, name, value)
+            except ValueError:
+                notes.append(f"kept {name} {value} not used: out of range")
+    usable, refused = launcher.usable_values(state.values)
+    launcher.set(**usable)
+    if refused:
+        notes.append(f"kept settings not used: {', '.join(refused)}")
+    if state.config_path:
+        launcher.config_path = state.config_path
+    return notes
 
 
 def in_server_session() -> bool:

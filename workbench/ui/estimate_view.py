@@ -8,13 +8,15 @@ loop, as it checks the model) and says in words why a run cannot be estimated.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from workbench.config import LLMPolicySpec, RunConfig
 from workbench.errors import WorkbenchError
 from workbench.runs.launcher import estimate_launch
 from workbench.runtime.estimate import RunEstimate
 from workbench.ui.safe_text import md
 
-__all__ = ["ESTIMATE_COLUMNS", "estimate_markdown", "run_estimate"]
+__all__ = ["ESTIMATE_COLUMNS", "EstimateShown", "estimate_markdown", "run_estimate"]
 
 ESTIMATE_COLUMNS: dict[str, str] = {
     "round": "round",
@@ -53,12 +55,22 @@ def estimate_markdown(estimate: RunEstimate) -> str:
     )
 
 
-def run_estimate(config: RunConfig) -> tuple[str, bool]:
-    """(escaped Markdown, failed): the run's estimate, "" for a baseline policy (no model to
-    ask), or why it could not be estimated."""
+class EstimateShown(NamedTuple):
+    """What the page shows of an estimate: its escaped Markdown, whether that says why there
+    is none, and its seconds in all (for the time left while the run plays)."""
+
+    markdown: str = ""
+    failed: bool = False
+    seconds: float | None = None
+
+
+def run_estimate(config: RunConfig) -> EstimateShown:
+    """The run's estimate; empty for a baseline policy (no model to ask), or why it could not
+    be estimated."""
     if not isinstance(config.policy, LLMPolicySpec):
-        return "", False
+        return EstimateShown()
     try:
-        return estimate_markdown(estimate_launch(config)), False
+        estimate = estimate_launch(config)
     except (WorkbenchError, OSError) as exc:
-        return md(f"could not estimate the run: {exc}"), True
+        return EstimateShown(md(f"could not estimate the run: {exc}"), True)
+    return EstimateShown(estimate_markdown(estimate), False, estimate.seconds)

@@ -38,10 +38,11 @@ from workbench.ui.workspace import inside, workspace_param, yaml_target
 
 __all__ = ["FORM_SKIP", "LaunchSettings", "form_fields", "quickstart_population"]
 
-FORM_SKIP = ("population", "n_agents", "seed", "models", "model_shares", "output")
+FORM_SKIP = ("population", "n_agents", "seed", "models", "model_shares", "output.dir")
 """Config keys the generated form leaves out: the population, its size and seed are the
 PopulationEditor's (`for_editor`); a mixed population's named models are set in a config
-file (Open config); `output` is the dashboard's results folder."""
+file (Open config); `output.dir` is the dashboard's results folder. (`output`'s other keys,
+such as keeping exact distributions, are the form's.)"""
 
 FORM_FIXED = ("backend.address",)
 """Config keys the page never takes: the Ray address is the dashboard's --ray."""
@@ -49,7 +50,7 @@ FORM_FIXED = ("backend.address",)
 PATH_KEYS = ("model.bundle", "model.path", "model.cache")
 """Config keys holding a path the run reads or writes: kept inside the workspace."""
 
-SECTION_TITLES = {"run": "Run", "game": "Game", "game.prompt": "Prompt"}
+SECTION_TITLES = {"run": "Run", "game": "Game", "game.prompt": "Prompt", "output": "Keep"}
 """Form section titles where the section's key does not say it (the rest: capitalised)."""
 
 
@@ -69,7 +70,10 @@ def form_fields() -> tuple[FormField, ...]:
         spec_fields(
             RunConfig,
             skip=FORM_SKIP + FORM_FIXED,
-            section_when={"model": ("policy.kind", ("llm",))},
+            section_when={
+                "model": ("policy.kind", ("llm",)),
+                "output": ("policy.kind", ("llm",)),  # what it keeps is the model's
+            },
         )
     )
 
@@ -180,6 +184,26 @@ class LaunchSettings(param.Parameterized):
                 f"{', '.join(sorted(known))}"
             )
         self.values = known | dict(self.values) | changes
+
+    @staticmethod
+    def usable_values(values: Any) -> tuple[dict[str, Any], list[str]]:
+        """(the form values among `values` that a field of the form can hold, the keys
+        refused): values from outside the page, such as the page's kept state, pass here
+        before `set`, as a typed value passes its widget."""
+        usable: dict[str, Any] = {}
+        refused: list[str] = []
+        fields = {f.key: f for f in form_fields()}
+        for key, value in (values if isinstance(values, dict) else {}).items():
+            field = fields.get(key)
+            try:
+                if field is None:
+                    raise ValueError(key)
+                field.widget(value)  # the widget a typed value passes through
+            except (ValueError, TypeError, WorkbenchError):
+                refused.append(str(key))
+                continue
+            usable[key] = value
+        return usable, refused
 
     def overrides(self) -> dict[str, Any]:
         """The form's values that differ from the spec defaults and apply to the kinds chosen:

@@ -45,10 +45,12 @@ from workbench.runs.status import (
     launches,
     running_bundles,
 )
-from workbench.ui.estimate_view import run_estimate
+from workbench.ui.estimate_view import EstimateShown, run_estimate
 from workbench.ui.launch_settings import LaunchSettings, quickstart_population
 from workbench.ui.live_round_view import LiveRounds, live_view
 from workbench.ui.notices import notice
+from workbench.ui.run_clock import RunClock, seconds_between
+from workbench.ui.run_population import PopulationPicker, who_plays
 from workbench.ui.run_tables import (
     LAUNCH_COLUMNS,
     ROUND_FORMATS,
@@ -78,7 +80,9 @@ CSS = {
     "live": "wb-launcher-live",
     "launcher": "wb-launcher",
     "settings": "wb-launcher-settings",
+    "settings_toggle": "wb-launcher-settings-toggle",
     "problem": "wb-launcher-problem",
+    "who": "wb-launcher-who",
 }
 """The stable CSS classes of the page's key parts (for browser tests and styling)."""
 
@@ -138,6 +142,16 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         "", doc="output: Check's estimate of the run's cost, escaped Markdown ('' without a model)"
     )
     estimate_failed = param.Boolean(False, doc="output: estimate says why it could not be made")
+    estimate_s = param.Number(
+        None, allow_None=True, doc="output: Check's estimated seconds for the settings checked"
+    )
+    clock = param.ClassSelector(
+        class_=RunClock,
+        default=None,
+        allow_None=True,
+        doc="output: where the followed run stands: the round in play, its answers, the time "
+        "taken and left",
+    )
     busy = param.Boolean(False, doc="output: a launch or a check is under way")
     launch_id = param.String(None, allow_None=True, doc="output: the followed launch's id")
     bundle = param.String(None, allow_None=True, doc="output: the followed run's bundle path")
@@ -181,6 +195,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         self._listed_at = -math.inf
         self._callbacks: set[int] = set()
         self._live_rounds = LiveRounds()
+        self._run_estimate_s: float | None = None  # Check's, for the run launched after it
         self._reattach()
         self.param.watch(self._settings_changed, list(self.CONFIG_INPUTS))
 
@@ -198,7 +213,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             self._say(_error_text(result), True)
             return None
         self._say(f"started {result.launch_id} (pid {result.pid})", False)
-        self.attach(result)
+        self.attach(result, estimate_s=self.estimate_s)
         return result
 
     def run(self) -> Launch | None:
@@ -263,13 +278,14 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
 
     def _settings_changed(self, *_: Any) -> None:
         """A Check's verdict and estimate were for the settings before: clear them."""
-        self._checked((True, "", "", False))
+        self._checked((True, "", EstimateShown()))
 
-    def _checked(self, verdict: tuple[bool, str, str, bool]) -> bool:
-        ok, text, estimate, estimate_failed = verdict
+    def _checked(self, verdict: tuple[bool, str, EstimateShown]) -> bool:
+        ok, text, shown = verdict
         with param.parameterized.batch_call_watchers(self):
             self.check_message, self.check_failed = text, not ok
-            self.estimate, self.estimate_failed = estimate, estimate_failed
+            self.estimate, self.estimate_failed = shown.markdown, shown.failed
+            self.estimate_s = shown.seconds
         return ok
 
     def cancel_run(self) -> bool:
@@ -291,9 +307,11 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
 
     # ---- following --------------------------------------------------------------------------
 
-    def attach(self, target: Launch | str | Path) -> None:
-        """Follow a launch, or a bundle (its run started anywhere); then `refresh()`."""
+    def attach(self, target: Launch | str | Path, estimate_s: float | None = None) -> None:
+        """Follow a launch, or a bundle (its run started anywhere); then `refresh()`.
+        `estimate_s`: the run's estimated seconds, when Check made one for its settings."""
         self._launch, self._follower = None, None
+        self._run_estimate_s = estimate_s
         if isinstance(target, Launch):
             self._launch = target
             self._follower = RunFollower(target.bundle)  # its run id names it: no search
@@ -361,7 +379,9 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             self._set_frame("round_stats", round_table(run))
             if state is None:
                 self.status, self.error, self.rounds_done, self.rounds_total = "", "", 0, 0
+                self.clock = None
                 return
+            self.clock = self._clock(state)
             self.status = state.status
             self.error = state.error or ""
             self.rounds_done, self.rounds_total = state.rounds_done, state.rounds
@@ -372,6 +392,27 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             self.finished_bundle = str(state.bundle)
             if self.on_finished is not None:
                 self.on_finished(str(state.bundle))
+
+    def _clock(self, state: LaunchState) -> RunClock:
+        """Where the run stands now, from its events (answers in the round in play, the
+        time since it started) and the estimate it was launched with."""
+        run = state.run
+        playing = state.rounds_done + 1
+        answered = 0
+        elapsed = None
+        if run is not None:
+            answered = sum(p.answered for p in run.shards.values() if p.round == playing)
+            if not (state.finished and run.finished_at is None):  # dead: no end to count to
+                elapsed = seconds_between(run.started_at, run.finished_at)
+        return RunClock(
+            status=state.status,
+            rounds_done=state.rounds_done,
+            rounds=state.rounds,
+            n_agents=run.n_agents if run is not None else 0,
+            answered=answered,
+            elapsed_s=elapsed,
+            estimate_s=self._run_estimate_s,
+        )
 
     def _read_round(self, state: LaunchState) -> None:
         """The round in play so far (the part files that landed since the last tick only)."""
@@ -426,18 +467,23 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             "layout": "fit_data_table",
             "max_width": PROGRESS_WIDTH,
         }
-        settings = pn.Card(
-            self.settings_view(),
-            title=_settings_title(self.settings_open),
-            collapsed=not self.settings_open,
+        picker = PopulationPicker(self, self.workspace, self._say)
+        who = pn.Row(
+            pn.pane.Markdown(
+                pn.bind(
+                    who_plays,
+                    self.param.population,
+                    self.param.n_agents,
+                    self.param.seed,
+                    self.param.population_problem,
+                ),
+                css_classes=[CSS["who"]],
+                sizing_mode="stretch_width",
+            ),
+            picker.select,
             sizing_mode="stretch_width",
-            css_classes=[CSS["settings"]],
         )
-        self.param.watch(
-            lambda e: settings.param.update(collapsed=not e.new, title=_settings_title(e.new)),
-            "settings_open",
-        )
-        settings.param.watch(lambda e: setattr(self, "settings_open", not e.new), "collapsed")
+        settings = self._settings_fold()
         return pn.Column(
             pn.Row(
                 run,
@@ -446,11 +492,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
                 pn.indicators.LoadingSpinner(value=self.param.busy, size=24),
                 pn.pane.Markdown(
                     pn.bind(
-                        self._status_line,
-                        self.param.status,
-                        self.param.rounds_done,
-                        self.param.rounds_total,
-                        self.param.bundle,
+                        self._status_line, self.param.status, self.param.clock, self.param.bundle
                     ),
                     css_classes=[CSS["status"]],
                     align="center",
@@ -467,6 +509,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             ),
             pn.bind(_alert, self.param.problem, True, CSS["problem"]),
             pn.bind(_error_alert, self.param.error, self.param.status),
+            who,
             settings,
             pn.Row(
                 pn.Column(
@@ -504,6 +547,21 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
 
+    def _settings_fold(self) -> pn.viewable.Viewable:
+        """The settings under a button that folds and unfolds them (`settings_open`). Not a
+        Card: a collapsed Card drawn again after a tab trip (the tabs are dynamic) came back
+        empty when unfolded; a Column's `visible` keeps its children drawn."""
+        toggle = pn.widgets.Button(
+            label=pn.bind(_settings_title, self.param.settings_open),
+            variant="outline",
+            css_classes=[CSS["settings_toggle"]],
+        )
+        toggle.on_click(lambda _: setattr(self, "settings_open", not self.settings_open))
+        body = pn.Column(
+            self.settings_view(), visible=self.param.settings_open, sizing_mode="stretch_width"
+        )
+        return pn.Column(toggle, body, sizing_mode="stretch_width", css_classes=[CSS["settings"]])
+
     async def _on_run(self, _: Any) -> None:
         await self.arun()
 
@@ -511,11 +569,12 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         await self.acheck()
 
     @staticmethod
-    def _status_line(status: str, done: int, total: int, bundle: str | None) -> str:
+    def _status_line(status: str, clock: RunClock | None, bundle: str | None) -> str:
         if not status:
             return "no run yet: choose the settings below and press **Run**"
-        where = f" · bundle {md(bundle)}" if bundle else ""
-        return f"**{md(status)}** · rounds {done} / {total}{where}"
+        parts = [md(p) for p in clock.parts()] if clock is not None else []
+        where = [f"bundle {md(bundle)}"] if bundle else []
+        return " · ".join([f"**{md(status)}**", *parts, *where])
 
     def _result_view(
         self,
@@ -552,7 +611,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
 
 def _settings_title(open_: bool) -> str:
     """The settings card's title, saying what a click on it does."""
-    return "Settings ▾" if open_ else "Settings ▸ (click to change them)"
+    return "Settings ▾ (click to fold them)" if open_ else "Settings ▸ (click to change them)"
 
 
 def _error_text(exc: BaseException) -> str:
@@ -560,14 +619,14 @@ def _error_text(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, WorkbenchError) else f"{type(exc).__name__}: {exc}"
 
 
-def _check(config: RunConfig) -> tuple[bool, str, str, bool]:
+def _check(config: RunConfig) -> tuple[bool, str, EstimateShown]:
     """(ok, what was checked or why it failed) for a config's model, then, when it answers,
     (the run's estimate as escaped Markdown, whether estimating failed)."""
     try:
         checked = check_model(config)
     except PAGE_ERRORS as exc:
-        return False, _error_text(exc), "", False
-    return (True, checked, *run_estimate(config))
+        return False, _error_text(exc), EstimateShown()
+    return True, checked, run_estimate(config)
 
 
 def _alert(text: str, failed: bool, css: str) -> pn.viewable.Viewable:
