@@ -86,13 +86,21 @@ def printed_url(served: Served, timeout_s: float = 30.0) -> str:
 
 
 def start_dashboard_process(
-    results: Path, home: Path, port: int, *options: str, env: dict[str, str] | None = None
+    results: Path,
+    home: Path,
+    port: int,
+    *options: str,
+    env: dict[str, str] | None = None,
+    fresh: bool = True,
 ) -> Served:
     """`workbench dashboard` over `results` on 127.0.0.1:PORT (more `env` if given); its `url`
-    is the URL it printed, with the token (the first visit to it sets the page's cookie)."""
+    is the URL it printed, with the token (the first visit to it sets the page's cookie).
+    `fresh`: every page starts from the defaults (`--fresh`), so the tests sharing one
+    dashboard do not start from each other's edits; the kept state has tests of its own."""
     command = workbench_command(
-        "dashboard", "--results", str(results), "--port", str(port), *options
-    )
+        "dashboard", "--results", str(results), "--port", str(port), *options,
+        *(["--fresh"] if fresh else []),
+    )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     served = start_served(command, f"{base}/", f"{base}/liveness", home, env)
     served.url = printed_url(served)

@@ -115,6 +115,13 @@ def dashboard_command(
     max_agent_rounds: Annotated[
         int, typer.Option(min=1, help="the most agents x rounds one launched run may play")
     ] = MAX_AGENT_ROUNDS,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            help="start each page from the defaults, not from the edits the page kept in the "
+            "results folder (.workbench-page.json); new edits are still kept"
+        ),
+    ] = False,
     show: Annotated[bool, typer.Option(help="open a browser tab")] = False,
 ) -> None:
     """Serve the workbench (population, personas, runs, results, cluster) and print its URL,
@@ -160,5 +167,6 @@ def dashboard_command(
         workspace=workspace,
         max_live_runs=max_live_runs,
         max_agent_rounds=max_agent_rounds,
+        fresh=fresh,
         show=show,
     )

@@ -118,15 +118,16 @@ def watched(page: Page, request: pytest.FixtureRequest) -> Iterator[Watched]:
 def start_dashboard(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Callable[..., Served]]:
-    """Start `workbench dashboard` on a free port over a results folder (any extra options);
-    its `url` carries the token it printed. Every dashboard started is stopped when the
+    """Start `workbench dashboard` on a free port over a results folder (any extra options;
+    `fresh=False`: pages start from the state kept there); its `url` carries the token it
+    printed. Every dashboard started is stopped when the
     module's tests are done."""
     started: list[Served] = []
 
-    def start(results: Path | None = None, *options: str) -> Served:
+    def start(results: Path | None = None, *options: str, fresh: bool = True) -> Served:
         home = tmp_path_factory.mktemp("dashboard")
         results = results or home / "results"
-        served = start_dashboard_process(results, home, free_port(), *options)
+        served = start_dashboard_process(results, home, free_port(), *options, fresh=fresh)
         started.append(served)
         return served
 

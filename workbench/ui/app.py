@@ -81,6 +81,9 @@ class WorkbenchApp(pn.viewable.Viewer):
         doc="start from the page state kept in the results folder and keep every change "
         "there (`ui.page_state`), so a reload or a new page shows the same edits",
     )
+    fresh = param.Boolean(
+        False, doc="start from the defaults, not the kept state (changes are still kept)"
+    )
     state_note = param.String("", doc="output: why the kept page state was not used, if so")
 
     def __init__(self, **params: Any) -> None:
@@ -109,7 +112,8 @@ class WorkbenchApp(pn.viewable.Viewer):
         self._finished: str | None = None  # a launch finished since the explorer last looked
         self.launcher.param.watch(self._run_finished, "finished_bundle")
         if self.keep_state:
-            self._restore(results)
+            if not self.fresh:
+                self._restore(results)
             self._keep(results)
 
     # ---- the page's state -------------------------------------------------------------------
@@ -260,12 +264,14 @@ def serve(
     workspace: str | Path | None = None,
     max_live_runs: int = MAX_LIVE_LAUNCHES,
     max_agent_rounds: int = MAX_AGENT_ROUNDS,
+    fresh: bool = False,
     show: bool = False,
 ) -> None:
     """Serve the app until interrupted; prints its URL first (with the token in token mode).
 
     Each browser session gets its own `WorkbenchApp` over the same results folder, inside
-    `workspace` (default: the results folder), launching under the owner's limits; with
+    `workspace` (default: the results folder), launching under the owner's limits, starting
+    from the edits the page kept there (`ui.page_state`; `fresh`: from the defaults); with
     `ray_address` this process joins that Ray cluster first (a ConfigError when it does not
     answer), for the monitor and for the Ray runs launched here. Every request passes
     `access`'s gate (token, Host, Origin; see `workbench.ui.access`); Bokeh sessions are signed
@@ -276,7 +282,7 @@ def serve(
     access = access or Access.for_server("token", token=new_token(), address=address, port=port)
     folder, root = dashboard_folders(results_dir, workspace)  # refused here, before serving
     results, work = str(folder), str(root)
-    limits = {"max_live_runs": max_live_runs, "max_agent_rounds": max_agent_rounds}
+    limits = {"max_live_runs": max_live_runs, "max_agent_rounds": max_agent_rounds, "fresh": fresh}
 
     canvas_plots()
 

@@ -363,8 +363,12 @@ class LaunchSettings(param.Parameterized):
 
 
 def _button(label: str, action: Any, css: str) -> pn.widgets.Button:
-    button = pn.widgets.Button(
-        label=label, variant="outline", css_classes=[f"wb-config-{css}"], align="end"
+    button = pn.widgets.Button(  # with a colour: a plain outline draws as bare text here
+        label=label,
+        color="primary",
+        variant="outline",
+        css_classes=[f"wb-config-{css}"],
+        align="end",
     )
     button.on_click(action)
     return button

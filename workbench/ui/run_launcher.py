@@ -553,6 +553,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         empty when unfolded; a Column's `visible` keeps its children drawn."""
         toggle = pn.widgets.Button(
             label=pn.bind(_settings_title, self.param.settings_open),
+            color="primary",
             variant="outline",
             css_classes=[CSS["settings_toggle"]],
         )
