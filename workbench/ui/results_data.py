@@ -16,11 +16,9 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from workbench.errors import BundleError
 from workbench.experiment.grid import flatten
 from workbench.results import Bundle, list_bundles
 from workbench.results.bundle import model_label
-from workbench.results.layout import PERSONAS_FILE, bundle_file
 
 __all__ = [
     "BUNDLE_COLUMNS",
@@ -86,12 +84,7 @@ def bundle_rows(root: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
 def group_columns(bundle: Bundle) -> list[str]:
     """The persona columns a distribution can be grouped by (all but the id and the text);
     read from the Parquet schema, so a million personas cost nothing here."""
-    file = bundle_file(bundle.path, PERSONAS_FILE)
-    try:
-        names = pq.read_schema(file).names
-    except (OSError, pa.ArrowException) as exc:
-        raise BundleError(f"{file}: cannot read the personas' columns ({exc})") from None
-    return [n for n in names if n not in NOT_GROUPS]
+    return [n for n in bundle.persona_columns() if n not in NOT_GROUPS]
 
 
 def provenance(bundle: Bundle) -> pd.DataFrame:
