@@ -19,12 +19,14 @@ import pyarrow.parquet as pq
 from workbench.experiment.grid import flatten
 from workbench.results import Bundle, list_bundles
 from workbench.results.bundle import model_label
+from workbench.results.export import tidy_table
 
 __all__ = [
     "BUNDLE_COLUMNS",
     "FORMATS",
     "PROVENANCE_KEYS",
     "TABLES",
+    "TIDY",
     "bundle_rows",
     "bundle_table",
     "group_columns",
@@ -33,8 +35,12 @@ __all__ = [
     "table_bytes",
 ]
 
-TABLES: tuple[str, ...] = ("responses", "rounds", "personas")
-"""The bundle tables shown and downloadable (each a `Bundle` method of that name)."""
+TABLES: tuple[str, ...] = ("responses", "rounds", "personas", "tidy")
+"""The bundle tables shown and downloadable: each a `Bundle` method of that name, and "tidy",
+one row per agent and round with the persona columns, for R and Stata (`results.export`)."""
+
+TIDY = "tidy"
+"""The tidy table's name among TABLES."""
 
 FORMATS: tuple[str, ...] = ("csv", "parquet")
 """The download formats."""
@@ -45,6 +51,7 @@ BUNDLE_COLUMNS: tuple[str, ...] = (
     "model",
     "n_agents",
     "rounds_done",
+    "fork_of",
     "created_at",
     "path",
 )
@@ -101,6 +108,8 @@ def bundle_table(bundle: Bundle, name: str) -> pd.DataFrame:
     """The bundle's table `name` (one of TABLES), as its reader gives it."""
     if name not in TABLES:
         raise ValueError(f"table must be one of {list(TABLES)}, got {name!r}")
+    if name == TIDY:
+        return tidy_table(bundle)
     return getattr(bundle, name)()
 
 
