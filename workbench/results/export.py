@@ -16,7 +16,7 @@ whole or not at all (written beside its place, then renamed).
 from __future__ import annotations
 
 import os
-import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -120,12 +120,13 @@ def export_tidy(bundle: Bundle | str | Path, out: str | Path, fmt: str | None = 
         raise ConfigError(f"format: {fmt!r} is not an export format; one of {list(EXPORT_FORMATS)}")
     schema = tidy_schema(opened)
     out.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
-    os.close(handle)
+    name = out.with_name(f".{out.name}.{uuid.uuid4().hex}.part")  # the umask's permissions
     rows = 0
     try:
         writer: pa_csv.CSVWriter | pq.ParquetWriter = (
-            pa_csv.CSVWriter(name, schema) if fmt == "csv" else pq.ParquetWriter(name, schema)
+            pa_csv.CSVWriter(str(name), schema)
+            if fmt == "csv"
+            else pq.ParquetWriter(str(name), schema)
         )
         with writer:
             for table in tidy_rounds(opened):
@@ -133,6 +134,6 @@ def export_tidy(bundle: Bundle | str | Path, out: str | Path, fmt: str | None = 
                 rows += table.num_rows
         os.replace(name, out)
     except BaseException:
-        Path(name).unlink(missing_ok=True)
+        name.unlink(missing_ok=True)
         raise
     return rows

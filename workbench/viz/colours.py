@@ -3,7 +3,8 @@ the live round, the exact views) and the static figures (`viz.figures`) take the
 from here and nowhere else, so the target is the same red and the winning guess the same green
 wherever they are drawn, and no colour stands for two things.
 
-The colours are seaborn's colour-blind palette. `QUANTITIES` names each quantity's colour;
+The colours are seaborn's colour-blind palette, with a purple for the exact distribution that
+no red or orange is near. `QUANTITIES` names each quantity's colour;
 categories and bundles, which are not quantities, cycle through `CATEGORIES`, which holds
 none of the quantities' colours (a category line is never mistaken for the target).
 """
@@ -32,7 +33,7 @@ __all__ = [
 GUESSES = "#0173b2"
 """What the agents answered: histogram bars, boxes, the sampled mean, tokens per response."""
 
-EXACT = "#de8f05"
+EXACT = "#7f3c8d"
 """The exact answer distributions (`results.exact`): the expected counts, exact means, bands."""
 
 TARGET = "#d55e00"
@@ -62,10 +63,10 @@ CATEGORIES: tuple[str, ...] = (
     "#56b4e9",
     "#ece133",
     "#fbafe4",
-    "#7f3c8d",
+    "#17becf",
 )
 """Categories and bundles in order, cycling: none of the target's, the winning guess's or the
-exact distribution's colours."""
+exact distribution's colours (nor orange, too near the target's red)."""
 
 SHARES: tuple[str, ...] = ("#d4e6f4", "#6baed6", "#08306b")
 """A share's colour map (heatmaps) from the fewest to the most answers, light enough that the
