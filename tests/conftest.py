@@ -260,3 +260,12 @@ def start_llm_server(tmp_path_factory: pytest.TempPathFactory):
             return servers.enter_context(_start_model_server(log_dir))
 
         yield start
+
+
+@pytest.fixture
+def exact_bundle(tmp_path: Path):
+    """A one-round bundle of 60 agents with its exact distributions, written by hand
+    (`tests/exact_bundle.py`)."""
+    from exact_bundle import write_exact_bundle
+
+    return write_exact_bundle(tmp_path)

@@ -38,5 +38,8 @@ def test_the_cli_prints_the_report_and_refuses_an_unknown_column(embedded_model,
     result = CliRunner().invoke(app, ["bench", "noise", "-n", "50"])
     assert result.exit_code == 0, result.output
     assert "distinct prompts" in result.output and "gender" in result.output
+    # the column it grouped by, why that one, the others --by can name, and what columns mean
+    said = "grouped by gender (the first dimension; another with --by COLUMN, one of: education"
+    assert said in result.output and "shift = mean_whole - mean_pieces" in result.output
     bad = workbench("bench", "noise", "-n", "50", "--by", "shoe_size", cwd=tmp_path)
     assert bad.returncode != 0 and "--by: 'shoe_size' is not a persona column" in bad.stderr

@@ -72,3 +72,23 @@ def test_the_round_table_prints_above_the_progress_bar(tmp_path: Path) -> None:
     bar = shown[header + 4]
     assert "100%|" in bar and "3/3" in bar, shown  # the bar below the table, finished
     assert shown[-1].startswith("bundle: results/slow-"), shown
+
+
+def test_piped_the_rows_come_alone_each_on_its_line(tmp_path: Path) -> None:
+    """stdout and stderr into one pipe (`2>&1 | tee log`): no bar to glue itself onto the rows;
+    the header and each round's row are whole lines of their own."""
+    (tmp_path / "slow.yaml").write_text(SLOW_RUN_YAML)
+    args = ["run", "slow.yaml", "--set", "game.rounds=2", "--set", "policy.latency_s=0.1"]
+    done = subprocess.run(
+        [sys.executable, "-m", "workbench.cli", *args],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=TIMEOUT_S,
+        check=True,
+    )
+    lines = done.stdout.decode().splitlines()
+    assert "\r" not in done.stdout.decode() and not [line for line in lines if "%|" in line]
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["round", "n"])
+    assert [row.split()[0] for row in lines[header + 1 : header + 3]] == ["1", "2"], lines
+    assert lines[-1].startswith("bundle: results/slow-"), lines

@@ -39,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "Bundle": "workbench.results",
     "list_bundles": "workbench.results",
     "verify_bundle": "workbench.results",
+    "export_tidy": "workbench.results.export",
     "Simulation": "workbench.runtime",
     "run": "workbench.runtime",
     "follow": "workbench.runs",
@@ -72,6 +73,7 @@ __all__ = [
     "__version__",
     "configure",
     "counts_table",
+    "export_tidy",
     "follow",
     "generate_personas",
     "list_bundles",
@@ -114,5 +116,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from workbench.experiment import Experiment, configure, model_overrides, reproduce, sweep
     from workbench.population import counts_table, sample_population
     from workbench.results import Bundle, list_bundles, verify_bundle
+    from workbench.results.export import export_tidy
     from workbench.runs import follow, run_state
     from workbench.runtime import Simulation, run

@@ -19,7 +19,7 @@ from workbench.cli_bench import bench_app
 from workbench.cli_bundles import bundles_app
 from workbench.cli_runs import runs_app
 from workbench.cli_servers import dashboard_command, serve_model_command
-from workbench.cli_tables import PLAIN, RoundTable, invariance_note, text_table
+from workbench.cli_tables import PLAIN, RoundTable, bar_wanted, invariance_note, text_table
 from workbench.errors import WorkbenchError
 
 app = typer.Typer(
@@ -72,7 +72,9 @@ def run_command(
             "restarted model server answers now",
         ),
     ] = None,
-    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    progress: Annotated[
+        bool, typer.Option(help="show a progress bar (on a terminal; piped, the rows alone)")
+    ] = True,
     example: Annotated[
         str | None, typer.Option(help="run a config shipped with the package, e.g. quickstart")
     ] = None,
@@ -169,7 +171,7 @@ def run_command(
     table = RoundTable()
     sim.events.subscribe(table)
     try:
-        bundle = sim.run(out_dir=out, progress=progress, run_id=run_id)
+        bundle = sim.run(out_dir=out, progress=bar_wanted(progress), run_id=run_id)
     except KeyboardInterrupt:
         if table.bundle is None:
             typer.echo("interrupted before the bundle was written; nothing to resume", err=True)

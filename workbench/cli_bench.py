@@ -46,7 +46,11 @@ def bench_noise(
     config: Annotated[Path | None, typer.Option(help="run config (model.kind embedded)")] = None,
     n: Annotated[int | None, typer.Option("-n", help="override n_agents")] = None,
     by: Annotated[
-        str | None, typer.Option(help="persona column (default game.group_by, else the first)")
+        str | None,
+        typer.Option(
+            help="the persona column to group by (default game.group_by, else the "
+            "population's first dimension; the report names the others)"
+        ),
     ] = None,
 ) -> None:
     """How far the engine's numerics move each group's round-1 answers: every distinct prompt

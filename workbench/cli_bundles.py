@@ -1,4 +1,4 @@
-"""`workbench bundles list|show|compare|verify|reproduce`: result bundles from the shell.
+"""`workbench bundles list|show|compare|verify|reproduce|export`: result bundles from the shell.
 Registered on the app in `cli.py`."""
 
 from __future__ import annotations
@@ -9,11 +9,22 @@ from typing import Annotated
 import typer
 
 from workbench._files import RESULTS_DIR
-from workbench.cli_tables import PLAIN, RoundTable, invariance_note, text_table
+from workbench.cli_tables import (
+    PLAIN,
+    RoundTable,
+    as_written,
+    bar_wanted,
+    fork_note,
+    invariance_note,
+    number,
+    text_table,
+)
 from workbench.results.round_table import MORE_STATISTICS, ROUND_TABLE
 
 bundles_app = typer.Typer(
-    help="List, show, compare, verify and reproduce result bundles.", no_args_is_help=True, **PLAIN
+    help="List, show, compare, verify, reproduce and export result bundles.",
+    no_args_is_help=True,
+    **PLAIN,
 )
 
 SHOW_COLUMNS: dict[str, str] = {**ROUND_TABLE, **MORE_STATISTICS}
@@ -47,7 +58,7 @@ def bundles_compare(
     if len(models):
         typer.echo(f"what answered differs (answers may differ for it):\n{models.to_string()}")
     rounds = compare_rounds(opened)
-    typer.echo(rounds.to_string(float_format=lambda x: f"{x:.2f}") if len(rounds) else "no rounds")
+    typer.echo(rounds.to_string(float_format=number) if len(rounds) else "no rounds")
 
 
 @bundles_app.command("list")
@@ -60,7 +71,9 @@ def bundles_list(
 
     frame = list_bundles(root)  # a damaged field reads unknown, its `problem` says why
     typer.echo(
-        text_table(frame.fillna({"problem": ""})) if len(frame) else f"no bundles under {root}"
+        text_table(frame.fillna({"fork_of": "", "problem": ""}))
+        if len(frame)
+        else f"no bundles under {root}"
     )
 
 
@@ -75,11 +88,14 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
     cfg = b.config
     game = cfg.game.as_written()
     typer.echo(f"run:     {b.run_id} ({b.status})")
+    fork = fork_note(b.forked_from)
+    if fork:
+        typer.echo(f"fork:    {fork}")
     typer.echo(f"created: {b.created_at}  finished: {b.finished_at}")
+    ratio, offset, low, high = (as_written(game[k]) for k in ("ratio", "offset", "low", "high"))
     typer.echo(
-        f"game:    ratio={game['ratio']} offset={game['offset']} "
-        f"range=[{game['low']}, {game['high']}] rounds={cfg.game.rounds} "
-        f"({len(b.rounds_done)} done)"
+        f"game:    ratio={ratio} offset={offset} range=[{low}, {high}] "
+        f"rounds={cfg.game.rounds} ({len(b.rounds_done)} done)"
     )
     typer.echo(f"agents:  {cfg.n_agents} ({cfg.policy.kind}), seed {cfg.seed}")
     model = b.model
@@ -113,7 +129,7 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
         columns = [c for c in b.personas().columns if c not in ("agent_id", "persona")]
         number, by = b.exact_rounds[-1], cfg.game.group_by or columns[0]
         typer.echo(f"exact distributions kept for rounds {b.exact_rounds}; round {number} by {by}:")
-        typer.echo(b.exact(number).groups(by).to_string(index=False, float_format="{:.2f}".format))
+        typer.echo(text_table(b.exact(number).groups(by)))
 
 
 @bundles_app.command("verify")
@@ -151,7 +167,46 @@ def bundles_reproduce(
     from workbench.experiment import reproduce
 
     result = reproduce(
-        bundle, rounds=rounds, allow_key_env=allow_key_env or (), out_dir=out, progress=progress
+        bundle,
+        rounds=rounds,
+        allow_key_env=allow_key_env or (),
+        out_dir=out,
+        progress=bar_wanted(progress),
     )
     typer.echo(str(result))  # both paths, the round table, then the one verdict line
     raise typer.Exit(0 if result.identical else 1)
+
+
+@bundles_app.command("export")
+def bundles_export(
+    bundle: Annotated[Path, typer.Argument(help="bundle directory")],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="the file written (default: <run id>-tidy.<format> in this folder)"),
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="csv or parquet (default: --out's suffix, else csv)"),
+    ] = None,
+) -> None:
+    """Write BUNDLE as one tidy table for R, Stata or pandas: one row per agent and finished
+    round, with the persona columns (not the persona's prose) and the answer (guess, status,
+    latency, tokens); a guess that is not a number is empty. Written a round at a time."""
+    from workbench.errors import ConfigError
+    from workbench.results import Bundle
+    from workbench.results.export import EXPORT_FORMATS, export_tidy
+
+    suffix = out.suffix[1:].lower() if out is not None else ""
+    if fmt is not None and fmt not in EXPORT_FORMATS:
+        raise ConfigError(
+            f"--format: {fmt!r} is not an export format; one of {list(EXPORT_FORMATS)}"
+        )
+    if fmt is not None and suffix in EXPORT_FORMATS and suffix != fmt:
+        raise ConfigError(f"--format {fmt} but --out ends in .{suffix}: make them agree")
+    fmt = fmt or (suffix if suffix in EXPORT_FORMATS else "csv")
+    b = Bundle.open(bundle)
+    target = out if out is not None else Path(f"{b.run_id}-tidy.{fmt}")
+    rows = export_tidy(b, target, fmt)
+    rounds = b.rounds_count
+    note = "" if b.is_complete else f"; {b.status}: its finished rounds only"
+    typer.echo(f"wrote {rows:,} rows ({rounds} round{'s' * (rounds != 1)}{note}) to {target}")

@@ -18,21 +18,37 @@ PLAIN = {"rich_markup_mode": None}
 """Plain help text: rendering it through rich costs a quarter of a second at every start."""
 
 
+DECIMALS = 2
+"""Decimals of every statistic a CLI table prints (counts are whole numbers)."""
+
+
+def number(value: float) -> str:
+    """A statistic as the CLI's tables print it: DECIMALS decimals."""
+    return f"{value:.{DECIMALS}f}"
+
+
+def as_written(value: Any) -> str:
+    """A config number as a person writes it: 2/3 stays 2/3, 100.0 reads 100, 0.5 stays."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def text_table(frame: pd.DataFrame) -> str:
-    """A frame as aligned text with two decimals."""
-    return frame.to_string(index=False, float_format=lambda x: f"{x:.2f}")
+    """A frame as aligned text, statistics with DECIMALS decimals."""
+    return frame.to_string(index=False, float_format=number)
 
 
 def _cell(value: Any, column: str) -> str:
     """One round-table cell: counts as whole numbers, the rest with two decimals, "-" for a
     null or nan (a round with no valid answer: its note says so)."""
     try:
-        number = float(value)
+        figure = float(value)
     except (TypeError, ValueError):  # None, pandas' NA
         return "-"
-    if number != number:
+    if figure != figure:
         return "-"
-    return str(int(number)) if column in COUNTS else f"{number:.2f}"
+    return str(int(figure)) if column in COUNTS else number(figure)
 
 
 class RoundTable:
@@ -72,6 +88,14 @@ class RoundTable:
                 tqdm.write(self.header(), file=sys.stdout)
                 self.header_done = True
             tqdm.write(self.row({"round": event.round, **event.stats}), file=sys.stdout)
+            sys.stdout.flush()  # a pipe's reader (tee, a log) sees each round as it ends
+
+
+def bar_wanted(progress: bool) -> bool:
+    """Whether a command draws its progress bar: when asked, and only on a terminal. A bar
+    redraws its line in place; where stdout is a pipe or a file (`| tee`, `> log`), the table's
+    rows would land on the bar's line, so the rows alone say how the run goes."""
+    return progress and sys.stdout.isatty() and sys.stderr.isatty()
 
 
 def invariance_note(model: dict[str, Any]) -> str | None:
@@ -80,3 +104,14 @@ def invariance_note(model: dict[str, Any]) -> str | None:
     if not isinstance(sampling, dict) or sampling.get("batch_invariant") != "no":
         return None
     return f"note: the server's node probabilities are not batch invariant: {sampling.get('note')}"
+
+
+def fork_note(fork: Mapping[str, Any] | None) -> str | None:
+    """What a fork's bundle says about its parent (`Bundle.forked_from`): "a fork of RUN_ID
+    from round K (PATH)"; None for a bundle that is no fork."""
+    from workbench.results.bundle import fork_label
+
+    label = fork_label(dict(fork) if fork else None)
+    if label is None:
+        return None
+    return f"a fork of {label}" + (f" ({fork['path']})" if fork and fork.get("path") else "")

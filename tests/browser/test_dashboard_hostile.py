@@ -70,7 +70,7 @@ def test_no_planted_text_runs_as_script_on_any_tab(watched: Watched, dashboard: 
     page.get_by_role("tab", name="Results").click()
     shows(watched, f"{hostile.RUN_ID} is failed: {hostile.ERROR}", "the planted manifest")
     shows(watched, f"{hostile.DAMAGED}: not readable as a bundle", "the damaged folder")
-    for inner in ("Compare", "Provenance", "Tables", "Plots"):
+    for inner in ("Exact", "Compare", "Provenance", "Tables", "Plots"):
         page.locator(".bk-tab").filter(has_text=inner).first.click()  # bokeh's own tabs
         page.wait_for_timeout(1500)
         if inner == "Tables":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from browser_pages import SCREENSHOTS, Watched, deep_text
@@ -148,3 +149,52 @@ def test_the_results_tab_opened_after_a_run_draws_it_fast_and_without_errors(
     print("draw seconds:", [round(d, 2) for d in draws])
     assert errors == {}, errors  # every try, not only the first that failed
     assert max(draws) <= DRAW_BOUND_S, draws
+
+
+def test_the_exact_view_the_exact_curve_and_the_tidy_export(
+    watched: Watched, dashboard: Served
+) -> None:
+    """A bundle kept with exact distributions (`tests/exact_bundle.py`, written into the
+    dashboard's folder): the histogram's exact curve is drawn; the Exact tab shows each
+    group's band and each gap unmeasured, then Measure numerics runs bench noise on the
+    embedded model in the dashboard and every gap gets the numerics' verdict; the Tables tab's
+    tidy CSV downloads one row per agent and round. Screenshots of each, looked at."""
+    from exact_bundle import write_exact_bundle
+
+    from workbench.results.bundle import model_label
+
+    bundle = write_exact_bundle(results_of(dashboard), run_id="exact-jobs")
+    watched.open(dashboard.url)
+    watched.page.set_viewport_size({"width": 1400, "height": 900})
+    open_results(watched)
+    explorer = watched.page.locator(".wb-results")
+    label = f"{bundle.run_id} (complete, {model_label(bundle.model)}, N=60)"
+    explorer.get_by_label("Bundle", exact=True).first.select_option(label=label)
+    watched.until(lambda: drawn(watched, bundle.run_id), "the exact bundle drawn", 60_000)
+    watched.wait_idle()
+    watched.page.locator(".wb-results-histogram").first.screenshot(
+        path=str(SCREENSHOTS / "results-exact-curve.png")
+    )
+    watched.page.locator(".bk-tab").filter(has_text="Exact").first.click()  # bokeh's tabs
+    gaps = explorer.locator(".wb-exact-gaps")
+    gaps.get_by_text("not measured").first.wait_for()
+    assert "nurse" in deep_text(explorer.locator(".wb-exact-groups"))
+    explorer.get_by_role("button", name="Measure numerics").click()
+    watched.until(lambda: "numerics" in deep_text(gaps) and "not measured" not in deep_text(gaps),
+                  "the numerics measured", 300_000, shown=lambda: deep_text(gaps))  # fmt: skip
+    watched.wait_idle()
+    said = deep_text(explorer.locator(".wb-exact"))
+    assert "the largest shift of a group's exact mean under another evaluation is" in said
+    assert "beyond numerics" in said or "within numerics" in said
+    watched.shot("results-exact-view")
+
+    watched.page.locator(".bk-tab").filter(has_text="Tables").first.click()
+    explorer.get_by_role("button", name="tidy", exact=True).click()
+    link = explorer.locator('a.wb-download[href$="/tidy.csv"]')
+    link.wait_for()
+    with watched.page.expect_download() as download:
+        link.click()
+    rows = Path(download.value.path()).read_text().splitlines()
+    assert rows[0].startswith('"run_id","round","agent_id","occupation","gender","guess"')
+    assert len(rows) == 1 + 60
+    watched.assert_no_errors()

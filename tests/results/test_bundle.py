@@ -411,6 +411,7 @@ def test_list_bundles(tmp_path: Path) -> None:
         "created_at",
         "n_agents",
         "rounds_done",
+        "fork_of",
         "path",
         "problem",
     ]
@@ -435,6 +436,7 @@ def test_list_bundles(tmp_path: Path) -> None:
     assert listing["model"].tolist() == ["level_k (policy)", "SmolLM2-135M"]  # never NaN
     assert listing["n_agents"].tolist() == [4, 4]
     assert listing["rounds_done"].tolist() == [2, 0]
+    assert listing["fork_of"].isna().all()  # no fork here (a fork's: tests/test_cli.py)
     assert listing["path"].tolist() == [str(tmp_path / "a"), str(tmp_path / "b")]
     live.close()  # given up unfinished: no one writes it any more
     assert list_bundles(tmp_path)["status"].tolist() == ["complete", "dead", "unknown"]

@@ -50,8 +50,11 @@ def test_a_fork_shares_the_parents_rounds_and_plays_on_under_its_change(make_con
     report = verify_bundle(fork.path)
     assert report.ok, str(report)
     assert shared_files(fork, 3) == shared_files(parent, 3)  # byte for byte
-    assert fork.rounds().drop(columns="seconds").iloc[:2].equals(
-        parent.rounds().drop(columns="seconds").iloc[:2]
+    assert (
+        fork.rounds()
+        .drop(columns="seconds")
+        .iloc[:2]
+        .equals(parent.rounds().drop(columns="seconds").iloc[:2])
     )
     entry = fork.manifest["forked_from"]
     assert entry["run_id"] == parent.run_id and entry["at_round"] == 3
@@ -157,6 +160,16 @@ def test_cli_forks_with_set_and_refuses_a_lone_fork(make_config, tmp_path):
                str(fork.path)]  # fmt: skip
     compared = subprocess.run(compare, capture_output=True, text=True, timeout=120, check=True)
     assert "b2: " in compared.stdout and "a fork of b1 from round 2" in compared.stdout
+    from typer.testing import CliRunner
+
+    from workbench.cli import app
+
+    shown_cli = CliRunner().invoke(app, ["bundles", "show", str(fork.path)])
+    said = f"fork:    a fork of {parent.run_id} from round 2 ({parent.path})"
+    assert said in shown_cli.output, shown_cli.output
+    listed = CliRunner().invoke(app, ["bundles", "list", str(tmp_path / "forks")])
+    row = next(line for line in listed.output.splitlines() if line.strip().startswith("half"))
+    assert f"{parent.run_id} from round 2" in row, listed.output  # its fork_of column
     from workbench.ui.results_data import provenance
 
     shown = dict(provenance(fork).itertuples(index=False))

@@ -17,6 +17,7 @@ from tornado.web import Application
 
 from workbench.config import RunConfig
 from workbench.results import Bundle
+from workbench.results.export import tidy_table
 from workbench.runtime import Simulation
 from workbench.ui.access import Access, guard
 from workbench.ui.downloads import DOWNLOADS, download_href, download_route
@@ -99,6 +100,25 @@ def test_a_table_downloads_as_csv_and_parquet_files(workspace, served, table) ->
     pd.testing.assert_frame_equal(
         pd.read_csv(io.BytesIO(csv.body)), expected, check_dtype=False, check_categorical=False
     )
+
+
+def test_the_tidy_table_downloads_written_a_round_at_a_time(workspace, served) -> None:
+    """One row per agent and round with the persona columns, as `workbench bundles export`
+    writes it (through a private temporary file, gone after the download)."""
+    (bundle,) = [Bundle.open(p) for p in (workspace / "results").iterdir() if p.name[0] == "d"]
+    auth = {"Authorization": f"token {TOKEN}"}
+    parquet = fetch(served, bundle_href(workspace, "tidy", "parquet"), **auth)
+    assert parquet.code == 200, parquet.body
+    assert parquet.headers["Content-Disposition"] == (
+        f'attachment; filename="{bundle.run_id}-tidy.parquet"'
+    )
+    got = pd.read_parquet(io.BytesIO(parquet.body))
+    pd.testing.assert_frame_equal(got, tidy_table(bundle))
+    assert len(got) == bundle.config.n_agents * bundle.rounds_count
+    csv = fetch(served, bundle_href(workspace, "tidy", "csv"), **auth)
+    assert csv.code == 200 and int(csv.headers["Content-Length"]) == len(csv.body)
+    assert len(pd.read_csv(io.BytesIO(csv.body))) == len(got)
+    assert fetch(served, "/workbench-downloads/..%2F..%2Fetc/tidy.csv", **auth).code == 404
 
 
 def test_the_gate_stands_in_front_of_the_route(workspace, served) -> None:

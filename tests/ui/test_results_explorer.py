@@ -19,9 +19,10 @@ from pane_text import shown_text
 from workbench.config import PopulationSpec, RunConfig
 from workbench.population import sample_population
 from workbench.results import Bundle, BundleWriter
+from workbench.results.export import tidy_table
 from workbench.runtime import Simulation
 from workbench.ui.results_data import model_label
-from workbench.ui.results_explorer import ResultsExplorer
+from workbench.ui.results_explorer import VIEWS, ResultsExplorer
 from workbench.viz import plots
 
 LEVEL_K = {"kind": "level_k", "noise_sd": 4.0}
@@ -168,11 +169,11 @@ def test_provenance_is_what_the_manifest_records(two_runs_results_dir) -> None:
     assert shown["status"] == "complete" and "backend.kind" in shown.index
 
 
-@pytest.mark.parametrize("name", ["responses", "rounds", "personas"])
+@pytest.mark.parametrize("name", ["responses", "rounds", "personas", "tidy"])
 def test_downloads_are_the_bundles_tables(two_runs_results_dir, name) -> None:
     bundle = _bundles(two_runs_results_dir)["beta"]
     explorer = ResultsExplorer(results_dir=str(two_runs_results_dir), table=name)
-    expected = getattr(bundle, name)()
+    expected = tidy_table(bundle) if name == "tidy" else getattr(bundle, name)()
     parquet = pd.read_parquet(io.BytesIO(explorer.download("parquet").getvalue()))
     pd.testing.assert_frame_equal(parquet, expected)
     csv = pd.read_csv(io.BytesIO(explorer.download("csv").getvalue()))
@@ -366,14 +367,14 @@ def test_only_the_views_shown_are_drawn_and_a_hidden_tab_once_per_bundle(
     bundles = _bundles(two_runs_results_dir)
     explorer = ResultsExplorer(results_dir=str(two_runs_results_dir), shown=False)
     assert _draws(explorer) == {
-        "Plots": [0, 0, 0], "Compare": [0], "Provenance": [0], "Tables": [0]
+        "Plots": [0, 0, 0], "Exact": [0], "Compare": [0], "Provenance": [0], "Tables": [0]
     }  # fmt: skip
     explorer.shown = True  # the dashboard opened its tab: the Plots tab is drawn, only it
     assert _draws(explorer)["Plots"] == [1, 1, 1] and _draws(explorer)["Tables"] == [0]
     explorer.round = 1  # the histogram and the distribution depend on it, trajectories not
     assert _draws(explorer)["Plots"] == [2, 2, 1]
     explorer.view = "Tables"
-    assert explorer._tabs.active == 3 and _draws(explorer)["Tables"] == [1]
+    assert explorer._tabs.active == VIEWS.index("Tables") and _draws(explorer)["Tables"] == [1]
     explorer.param.update(round=2, kind="means")  # the hidden plots wait
     assert _draws(explorer)["Plots"] == [2, 2, 1]
     explorer._tabs.active = 0  # opened in the page: drawn before the tabs send it
@@ -441,3 +442,39 @@ def test_an_empty_folder_is_said_once_with_what_fills_it(tmp_path) -> None:
     assert texts == [f"{tmp_path}: no bundles here yet; launch a run from the Run tab"]
     assert not explorer._tabs.visible and not explorer._picker.visible
     assert all(v.draws == 0 for views in explorer._views.values() for v in views)
+
+
+def test_the_exact_view_shows_each_group_and_each_gaps_verdict(exact_bundle) -> None:
+    """A bundle kept with exact distributions: the groups' plot, their bands, and each gap in
+    words; the numerics unmeasured, then measured (as Measure numerics keeps them: bench
+    noise's largest shift, here set by hand; the browser test runs the real one); a bundle
+    without them says how to keep them."""
+    from workbench.ui.results_exact import numerics_key
+
+    explorer = ResultsExplorer(results_dir=str(exact_bundle.path.parent), view="Exact")
+    assert explorer.by == "occupation" and explorer.round == 1
+    view = explorer.exact_view()
+    tables = [t.value for t in view.select(pn.widgets.Tabulator)]
+    groups, gaps = tables
+    assert groups["occupation"].tolist() == ["engineer", "nurse", "teacher"]
+    assert {"exact_mean", "band_low", "band_high", "sampled_mean", "in_band"} <= set(groups)
+    assert len(gaps) == 3 and set(gaps["numerics"]) == {"not measured"}
+    assert view.select(pn.pane.HoloViews)
+    explorer.numerics = {numerics_key(explorer.run_id, "occupation"): 1.0}
+    gaps = explorer.exact_frames()[1]
+    assert gaps["numerics"].tolist() == ["beyond numerics", "beyond numerics", "within numerics"]
+    text = " ".join(shown_text(p) for p in explorer.exact_view().select(pn.pane.Markdown))
+    assert "the largest shift of a group's exact mean under another evaluation is 1.00" in text
+
+    plain = ResultsExplorer(results_dir=str(exact_bundle.path.parent))
+    plain.param.update(by="gender")  # another column: its own numerics, none measured yet
+    assert set(plain.exact_frames()[1]["numerics"]) == {"not measured"}
+
+
+def test_a_bundle_without_exact_distributions_says_how_to_keep_them(two_runs_results_dir):
+    from workbench.ui.results_exact import KEEP_THEM
+
+    explorer = ResultsExplorer(results_dir=str(two_runs_results_dir), view="Exact")
+    (said,) = _alerts(explorer.exact_view())
+    assert "kept no exact distributions" in said and "output.exact_distributions" in said
+    assert KEEP_THEM.split("`")[0] in said

@@ -132,6 +132,21 @@ def bench_config(
 
     source = path if path is not None else example_path("quickstart")
     config = load_run_config(source)
+    return bench_settings(config, source, n=n, rounds=rounds, seed=seed, sampling=sampling)
+
+
+def bench_settings(
+    config: RunConfig,
+    source: Path,
+    *,
+    n: int | None = None,
+    rounds: int | None = None,
+    seed: int | None = None,
+    sampling: str = "server",
+) -> RunConfig:
+    """`config` (read from `source`, named in errors) as `bench_config` sets it: the overrides
+    given, no response cache, answers drawn by `sampling`; ConfigError unless its LLM agents
+    ask one embedded model."""
     data = config.model_dump(mode="json")
     data |= {k: v for k, v in {"n_agents": n, "seed": seed}.items() if v is not None}
     if rounds is not None:

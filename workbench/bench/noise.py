@@ -22,10 +22,14 @@ import pandas as pd
 from workbench.agents.factory import make_policy
 from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import AgentShard, RoundContext
-from workbench.bench.embedded import bench_config
+from workbench.bench.embedded import bench_config, bench_settings
+from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.llm.distribution.embedded import WholePromptModel, WholePromptScorer
+from workbench.results import Bundle
 from workbench.results.exact import ExactRound
+from workbench.results.exact_gaps import NUMERICS_FACTOR, beyond_numerics
+from workbench.results.layout import MANIFEST
 from workbench.runtime import Simulation
 from workbench.runtime.blocking import run_blocking
 from workbench.runtime.exact_groups import exact_of
@@ -33,6 +37,14 @@ from workbench.runtime.prompt_walks import PromptWalks, walk_prompts
 
 SCHEMES: tuple[str, str] = ("pieces", "whole")
 """The two evaluations compared: the canonical pieces (what runs draw from) and one batch."""
+
+
+LEGEND = (
+    "columns: n agents; mean_pieces and mean_whole the group's exact mean under each "
+    "evaluation; shift = mean_whole - mean_pieces; tvd the total variation distance of its two "
+    "answer distributions (0: the same, 1: disjoint); gap = mean_pieces - the population's mean"
+)
+"""What the report's columns are, printed under its table."""
 
 
 @dataclass(frozen=True)
@@ -46,16 +58,21 @@ class NoiseReport:
     table: pd.DataFrame
     overall_shift: float
     overall_tvd: float
+    chosen: str = "--by"
+    columns: tuple[str, ...] = ()
+    """How `by` was chosen (--by, game.group_by, the population's first dimension) and the
+    persona columns another --by may name."""
 
     @property
     def largest_shift(self) -> float:
         """The largest |shift| of a group's mean between the two evaluations."""
         return float(self.table["shift"].abs().max())
 
-    def beyond_numerics(self, factor: float = 2.0) -> list[str]:
+    def beyond_numerics(self, factor: float = NUMERICS_FACTOR) -> list[str]:
         """Groups whose gap from the population is more than `factor` times the largest shift
-        (and so more than the engine's numerics can make)."""
-        keep = self.table["gap"].abs() > factor * self.largest_shift
+        (and so more than the engine's numerics can make: `results.exact_gaps`' rule)."""
+        shift = self.largest_shift
+        keep = [beyond_numerics(g, shift, factor) for g in self.table["gap"]]
         return self.table.loc[keep, self.by].astype(str).tolist()
 
     def __str__(self) -> str:
@@ -64,13 +81,17 @@ class NoiseReport:
             shown[column] = shown[column].map("{:.2f}".format)
         shown["tvd"] = shown["tvd"].map("{:.3f}".format)
         beyond = self.beyond_numerics()
+        others = [c for c in self.columns if c != self.by]
+        choose = f"; another with --by COLUMN, one of: {', '.join(others)}" if others else ""
         return (
             f"noise: round 1, {self.n_agents:,} agents, {self.prompts} distinct prompts, each "
             f"walked whole as {SCHEMES[0]} (canonical) and {SCHEMES[1]} (one batch)\n"
+            f"grouped by {self.by} ({self.chosen}{choose})\n"
             f"{shown.to_string(index=False)}\n"
+            f"{LEGEND}\n"
             f"all agents: mean shift {self.overall_shift:+.2f}, TVD {self.overall_tvd:.3f}; "
             f"largest group shift {self.largest_shift:.2f}\n"
-            f"groups whose gap from the population exceeds twice that: "
+            f"groups whose gap from the population exceeds {NUMERICS_FACTOR:g} x that: "
             f"{', '.join(beyond) if beyond else 'none'}"
         )
 
@@ -94,13 +115,34 @@ async def anoise(
     config: Path | None = None, *, n: int | None = None, by: str | None = None
 ) -> NoiseReport:
     """Walk a config's round-1 prompts under both evaluations (see the module); `by` defaults
-    to game.group_by, else the population's first dimension."""
-    cfg = bench_config(config, n=n, rounds=1, sampling="workbench")
+    to game.group_by, else the population's first dimension (`default_by`)."""
+    return await anoise_of(bench_config(config, n=n, rounds=1, sampling="workbench"), by)
+
+
+def default_by(config: RunConfig) -> str:
+    """The persona column noise groups by when none is given: game.group_by, else the
+    population's first dimension."""
+    return config.game.group_by or config.population.dimensions[0].name
+
+
+def bundle_noise(bundle: Bundle, by: str | None = None) -> NoiseReport:
+    """`noise_bench` for the prompts of a bundle's round 1: its own config (agents, seed,
+    population, prompt, model) walked under both evaluations; ConfigError naming the field
+    when its agents did not ask the embedded model."""
+    source = bundle.path / MANIFEST
+    config = bench_settings(bundle.config, source, rounds=1, sampling="workbench")
+    return run_blocking(anoise_of(config, by))
+
+
+async def anoise_of(cfg: RunConfig, by: str | None = None) -> NoiseReport:
+    """`anoise` of a config already set for the bench (`bench_config`, `bench_settings`)."""
     sim = Simulation(cfg)
     personas, model = sim.personas, sim.model
-    by = by or cfg.game.group_by or sim.population.dimensions[0].name
+    chosen = "--by" if by else "game.group_by" if cfg.game.group_by else "the first dimension"
+    by = by or default_by(cfg)
+    columns = tuple(c for c in personas.columns if c not in ("agent_id", "persona"))
     if by not in personas:
-        raise ConfigError(f"--by: {by!r} is not a persona column; one of {list(personas)}")
+        raise ConfigError(f"--by: {by!r} is not a persona column; one of {list(columns)}")
     policy = make_policy(cfg, model)
     assert isinstance(policy, LLMPolicy)
     shard = AgentShard(0, personas, 1)
@@ -132,6 +174,8 @@ async def anoise(
         pd.DataFrame(rows),
         whole.expected()[0] - population,
         _tvd(pieces.answer_shares(), whole.answer_shares()),
+        chosen,
+        columns,
     )
 
 

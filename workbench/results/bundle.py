@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from workbench.config import GameSpec, RunConfig, validate
 from workbench.errors import BundleError, ConfigError, WorkbenchError
@@ -51,10 +52,12 @@ LIST_COLUMNS: tuple[str, ...] = (
     "created_at",
     "n_agents",
     "rounds_done",
+    "fork_of",
     "path",
     "problem",
 )
-"""Columns of `list_bundles`' table (`problem`: why a field reads UNKNOWN, else None)."""
+"""Columns of `list_bundles`' table (`fork_of`: a fork's parent and the round it starts at,
+`fork_label`; `problem`: why a field reads UNKNOWN; else None)."""
 
 UNKNOWN = "unknown"
 """What `list_bundles` shows for a field its manifest does not hold readably."""
@@ -272,12 +275,28 @@ class Bundle:
             return None
         return bundle_file(self.path, rel)
 
-    def _table(self, rel: str) -> pa.Table:
-        """A listed Parquet file's table; BundleError naming it when it is not listed."""
+    def _table(self, rel: str, columns: list[str] | None = None) -> pa.Table:
+        """A listed Parquet file's table (only `columns`, when given); BundleError naming it
+        when it is not listed."""
         path = self._listed(rel)
         if path is None:
             raise BundleError(f"{self.path / rel}: not listed in the manifest")
-        return read_parquet(path)
+        return read_parquet(path, columns)
+
+    def persona_columns(self) -> list[str]:
+        """The personas table's columns, read from its Parquet schema: no row is read."""
+        path = self._listed(PERSONAS_FILE)
+        if path is None:
+            raise BundleError(f"{self.path / PERSONAS_FILE}: not listed in the manifest")
+        try:
+            return list(pq.read_schema(path).names)
+        except (OSError, pa.ArrowException) as exc:
+            raise BundleError(f"{path}: cannot read the personas' columns ({exc})") from None
+
+    def personas_table(self, columns: list[str] | None = None) -> pa.Table:
+        """The personas as an Arrow table, only `columns` when given (a million persona texts
+        are not read for a table that leaves them out)."""
+        return self._table(PERSONAS_FILE, columns)
 
     def personas(self) -> pd.DataFrame:
         """The personas table, one row per agent."""
@@ -427,6 +446,14 @@ def model_label(model: dict[str, Any]) -> str:
     return str(model.get("engine") or "?")
 
 
+def fork_label(fork: dict[str, Any] | None) -> str | None:
+    """A fork's parent in a few words, "RUN_ID from round K" (`Bundle.forked_from`); None for a
+    bundle that is no fork."""
+    if not fork:
+        return None
+    return f"{fork.get('run_id', UNKNOWN)} from round {fork.get('at_round', '?')}"
+
+
 def _list_row(bundle: Bundle) -> dict[str, Any]:
     """One bundle's row of `list_bundles` (its manifest read once): a damaged field reads
     UNKNOWN and `problem` names it and why, so the bundle is never dropped from the list."""
@@ -447,6 +474,7 @@ def _list_row(bundle: Bundle) -> dict[str, Any]:
         "created_at": read("created_at", lambda: bundle.created_at),
         "n_agents": config.get("n_agents") if isinstance(config, dict) else None,
         "rounds_done": read("rounds", lambda: bundle.rounds_count),
+        "fork_of": read("forked_from", lambda: fork_label(bundle.forked_from)),
         "path": str(bundle.path),
     }
     return {**row, "problem": "; ".join(problems) or None}
@@ -455,7 +483,7 @@ def _list_row(bundle: Bundle) -> dict[str, Any]:
 def _unreadable_row(path: Path, error: BundleError) -> dict[str, Any]:
     """The row of a folder whose manifest.json does not read as a bundle at all."""
     row: dict[str, Any] = dict.fromkeys(LIST_COLUMNS, UNKNOWN)
-    return {**row, "n_agents": None, "path": str(path), "problem": str(error)}
+    return {**row, "n_agents": None, "fork_of": None, "path": str(path), "problem": str(error)}
 
 
 def list_bundles(root: str | Path) -> pd.DataFrame:

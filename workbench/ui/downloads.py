@@ -7,12 +7,14 @@ is added to the dashboard's Tornado app, so the access gate of `ui/access.py` (t
 Origin) stands in front of it like every other route. `<bundle>` is the bundle folder's path
 relative to the workspace; it is resolved with `workspace.inside` (no `..`, no symbolic link
 out of it) and must be a readable bundle, and `<table>` and `<fmt>` are names from fixed lists:
-anything else is a 404 that names nothing of the disk.
+anything else is a 404 that names nothing of the disk. The tidy table (one row per agent and
+round) is written a round at a time to a private temporary file and sent from there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -20,7 +22,8 @@ from tornado.web import HTTPError, RequestHandler
 
 from workbench.errors import WorkbenchError
 from workbench.results import Bundle
-from workbench.ui.results_data import FORMATS, TABLES, bundle_table, table_bytes
+from workbench.results.export import export_tidy
+from workbench.ui.results_data import FORMATS, TABLES, TIDY, bundle_table, table_bytes
 from workbench.ui.workspace import inside
 
 __all__ = ["DOWNLOADS", "TableDownloadHandler", "download_href", "download_route"]
@@ -72,20 +75,43 @@ class TableDownloadHandler(RequestHandler):
 
     async def get(self, encoded: str, table: str, fmt: str) -> None:
         bundle = self.bundle(encoded)
+        if table == TIDY:
+            await self._send_tidy(bundle, fmt)
+            return
         try:
             data = await asyncio.to_thread(lambda: table_bytes(bundle_table(bundle, table), fmt))
         except WorkbenchError:  # a damaged table: the page says why next to the link
             raise HTTPError(404) from None
+        self._download_headers(bundle, table, fmt, len(data))
+        for start in range(0, len(data), CHUNK):
+            self.write(data[start : start + CHUNK])
+            await self.flush()
+
+    async def _send_tidy(self, bundle: Bundle, fmt: str) -> None:
+        """The tidy table, written a round at a time to a private temporary file by a worker
+        thread (`results.export`), then sent from it in chunks: a million agents' rounds
+        never sit in memory whole."""
+        with tempfile.TemporaryDirectory(prefix="workbench-tidy-") as folder:
+            path = Path(folder) / f"{TIDY}.{fmt}"
+            try:
+                await asyncio.to_thread(export_tidy, bundle, path, fmt)
+            except WorkbenchError:
+                raise HTTPError(404) from None
+            self._download_headers(bundle, TIDY, fmt, path.stat().st_size)
+            with path.open("rb") as file:
+                while chunk := file.read(CHUNK):
+                    self.write(chunk)
+                    await self.flush()
+
+    def _download_headers(self, bundle: Bundle, table: str, fmt: str, size: int) -> None:
+        """A download's headers: its type, its file name, no sniffing, no caching, its size."""
         self.set_header("Content-Type", MEDIA_TYPES[fmt])
         self.set_header(
             "Content-Disposition", f'attachment; filename="{_file_name(bundle, table, fmt)}"'
         )
         self.set_header("X-Content-Type-Options", "nosniff")
         self.set_header("Cache-Control", "no-store")
-        self.set_header("Content-Length", str(len(data)))
-        for start in range(0, len(data), CHUNK):
-            self.write(data[start : start + CHUNK])
-            await self.flush()
+        self.set_header("Content-Length", str(size))
 
     def write_error(self, status_code: int, **kwargs: object) -> None:
         """One line, never a traceback or a path."""

@@ -16,17 +16,17 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from workbench.errors import BundleError
 from workbench.experiment.grid import flatten
 from workbench.results import Bundle, list_bundles
 from workbench.results.bundle import model_label
-from workbench.results.layout import PERSONAS_FILE, bundle_file
+from workbench.results.export import tidy_table
 
 __all__ = [
     "BUNDLE_COLUMNS",
     "FORMATS",
     "PROVENANCE_KEYS",
     "TABLES",
+    "TIDY",
     "bundle_rows",
     "bundle_table",
     "group_columns",
@@ -35,8 +35,12 @@ __all__ = [
     "table_bytes",
 ]
 
-TABLES: tuple[str, ...] = ("responses", "rounds", "personas")
-"""The bundle tables shown and downloadable (each a `Bundle` method of that name)."""
+TABLES: tuple[str, ...] = ("responses", "rounds", "personas", "tidy")
+"""The bundle tables shown and downloadable: each a `Bundle` method of that name, and "tidy",
+one row per agent and round with the persona columns, for R and Stata (`results.export`)."""
+
+TIDY = "tidy"
+"""The tidy table's name among TABLES."""
 
 FORMATS: tuple[str, ...] = ("csv", "parquet")
 """The download formats."""
@@ -47,6 +51,7 @@ BUNDLE_COLUMNS: tuple[str, ...] = (
     "model",
     "n_agents",
     "rounds_done",
+    "fork_of",
     "created_at",
     "path",
 )
@@ -86,12 +91,7 @@ def bundle_rows(root: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
 def group_columns(bundle: Bundle) -> list[str]:
     """The persona columns a distribution can be grouped by (all but the id and the text);
     read from the Parquet schema, so a million personas cost nothing here."""
-    file = bundle_file(bundle.path, PERSONAS_FILE)
-    try:
-        names = pq.read_schema(file).names
-    except (OSError, pa.ArrowException) as exc:
-        raise BundleError(f"{file}: cannot read the personas' columns ({exc})") from None
-    return [n for n in names if n not in NOT_GROUPS]
+    return [n for n in bundle.persona_columns() if n not in NOT_GROUPS]
 
 
 def provenance(bundle: Bundle) -> pd.DataFrame:
@@ -108,6 +108,8 @@ def bundle_table(bundle: Bundle, name: str) -> pd.DataFrame:
     """The bundle's table `name` (one of TABLES), as its reader gives it."""
     if name not in TABLES:
         raise ValueError(f"table must be one of {list(TABLES)}, got {name!r}")
+    if name == TIDY:
+        return tidy_table(bundle)
     return getattr(bundle, name)()
 
 

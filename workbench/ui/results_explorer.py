@@ -1,10 +1,13 @@
 """ResultsExplorer: the bundles of a results folder, their plots, provenance, tables and checks.
 
-A picker over `results.list_bundles` (status, model, N, date), the interactive `viz.plots` of
-the chosen bundle (histogram, a distribution by any persona column, trajectories), several
-bundles compared (`viz.plots.compare` and `experiment.compare.config_differences`), what the
-manifest records (config, seeds, versions, model identity and hash), its tables paged in the
-page and downloadable as CSV or Parquet, and `results.verify_bundle` on a click.
+A picker over `results.list_bundles` (status, model, N, date, the parent of a fork), the
+interactive `viz.plots` of the chosen bundle (histogram, a distribution by any persona column,
+trajectories), its exact group view where the run kept exact distributions (`ui/results_exact`:
+each group's exact mean and sampling band, each gap's verdict in words), several bundles
+compared (`viz.plots.compare` and `experiment.compare.config_differences`), what the manifest
+records (config, seeds, versions, model identity and hash), its tables paged in the page and
+downloadable as CSV or Parquet, the tidy table for R and Stata among them
+(`ui/results_tables`), and `results.verify_bundle` on a click.
 
 Only what is on screen is computed: each view is a `LazyView`, drawn when its tab is shown
 (`shown` is the explorer's own visibility, set by the dashboard as its Results tab opens and
@@ -25,9 +28,7 @@ so the page stays live.
 from __future__ import annotations
 
 import asyncio
-import io
 from collections.abc import Callable, Hashable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +45,13 @@ from workbench.ui.lazy_view import LazyView, pane_view, watch_first
 from workbench.ui.notices import notice
 from workbench.ui.results_data import (
     BUNDLE_COLUMNS,
-    FORMATS,
     TABLES,
     bundle_rows,
-    bundle_table,
     group_columns,
     provenance,
-    table_bytes,
 )
+from workbench.ui.results_exact import ExactViews
+from workbench.ui.results_tables import TableViews
 from workbench.ui.results_views import ResultsViews, alert
 from workbench.ui.safe_text import TextTable, html_text, md_lines
 from workbench.ui.workspace import inside, workspace_param
@@ -62,7 +62,7 @@ __all__ = ["PAGE_SIZES", "VIEWS", "ResultsExplorer"]
 PAGE_SIZES = (10, 25, 50, 100)
 """The choices of rows per page."""
 
-VIEWS = ("Plots", "Compare", "Provenance", "Tables")
+VIEWS = ("Plots", "Exact", "Compare", "Provenance", "Tables")
 """The explorer's tabs, in order."""
 
 
@@ -74,7 +74,7 @@ def _row(bundles: pd.DataFrame, run_id: str | None) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- the component
 
 
-class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
+class ResultsExplorer(ResultsViews, ExactViews, TableViews, pn.viewable.Viewer):
     """Browse the result bundles of a folder: pick one, plot it, compare it, check it.
 
     Set `results_dir` (or call `refresh()` after new runs), choose `run_id`, then `by`, `kind`
@@ -148,6 +148,13 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
         doc="What verify found for the chosen bundle (None until verify runs).",
     )
     verifying = param.Boolean(default=False, doc="Whether verify is running.")
+    numerics = param.Dict(
+        default={},
+        doc="The engine's numerics measured on a bundle's round-1 prompts (the Exact view's "
+        "Measure numerics: bench noise's largest group shift, or why it could not run), by "
+        "bundle and column (`results_exact.numerics_key`).",
+    )
+    measuring = param.Boolean(default=False, doc="Whether the numerics are being measured.")
     shown = param.Boolean(
         default=True,
         doc="Whether the explorer is on screen; hidden, nothing is drawn (the dashboard sets it "
@@ -248,11 +255,8 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
             rounds = [entry["round"] for entry in bundle.rounds_done]
         except WorkbenchError:
             pass
-        by = (
-            self.by
-            if self.by in columns
-            else next((c for c in ("education", *columns) if c in columns), None)
-        )
+        first = (self._group_by(), "education", *columns)
+        by = self.by if self.by in columns else next((c for c in first if c in columns), None)
         last = rounds[-1] if rounds else None
         earlier = self.round not in (None, self._last_round)  # the user chose an earlier one
         number = self.round if earlier and self.round in rounds else last
@@ -273,6 +277,13 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
         self._choices[name] = objects
         self.param[name].objects = objects
         return True
+
+    def _group_by(self) -> str | None:
+        """The chosen bundle's game.group_by (None when it has none or cannot say)."""
+        try:
+            return self.bundle().config.game.group_by
+        except WorkbenchError:
+            return None
 
     def bundle(self) -> Bundle:
         """The chosen bundle, opened once per refresh; BundleError when none is chosen (or the
@@ -340,22 +351,6 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
     def provenance(self) -> pd.DataFrame:
         """What the chosen bundle's manifest records about how it was made (see `provenance`)."""
         return provenance(self.bundle())
-
-    def table_frame(self, name: str | None = None) -> pd.DataFrame:
-        """The chosen bundle's table `name` (default `table`), read once per bundle."""
-        name = name or self.table
-        key = (str(self.run_id), name)
-        if key not in self._tables:
-            self._tables[key] = bundle_table(self.bundle(), name)
-        return self._tables[key]
-
-    def download(self, fmt: str, name: str | None = None) -> io.BytesIO:
-        """The chosen bundle's table as a CSV or Parquet file (a FileDownload callback)."""
-        return io.BytesIO(table_bytes(self.table_frame(name), fmt))
-
-    def file_name(self, fmt: str, name: str | None = None) -> str:
-        """The download's file name: <run id>-<table>.<fmt>."""
-        return f"{self.run_id or 'no-bundle'}-{name or self.table}.{fmt}"
 
     async def verify(self) -> VerifyReport | None:
         """Verify the chosen bundle in a worker thread (hashes, counts, round statistics) and
@@ -451,8 +446,18 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
         compare, compare_view = pane_view(self._key("compared"), self.compare_view)
         provenance_tab, provenance_view = pane_view(self._key(), self.provenance_view)
         tables_tab, table_view = self._tables_tab()
+        exact, exact_view = pane_view(self._key("round", "by", "numerics"), self.exact_view)
+        exact_tab = pn.Column(
+            pn.Row(
+                pn.widgets.Select.from_param(self.param.round, label="Round"),
+                pn.widgets.Select.from_param(self.param.by, label="Group by"),
+            ),
+            exact,
+            sizing_mode="stretch_width",
+        )
         self._views: dict[str, list[LazyView]] = {
             "Plots": plot_views,
+            "Exact": [exact_view],
             "Compare": [compare_view],
             "Provenance": [provenance_view],
             "Tables": [table_view],
@@ -462,7 +467,7 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
             compare,
             sizing_mode="stretch_width",
         )
-        tabs = (plots_tab, compare_tab, provenance_tab, tables_tab)
+        tabs = (plots_tab, exact_tab, compare_tab, provenance_tab, tables_tab)
         self._tabs = pn.Tabs(
             *zip(VIEWS, tabs, strict=True),
             active=VIEWS.index(self.view),
@@ -506,61 +511,8 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
         )
         return tab, [histogram_view, distribution_view, trajectories_view]
 
-    def _tables_tab(self) -> tuple[pn.Column, LazyView]:
-        """The table chosen, a page at a time, its downloads and why it cannot be read; its
-        view sets the table's value in place (a Tabulator replaced while drawn breaks)."""
-        table = TextTable(
-            pd.DataFrame(),
-            pagination="remote",
-            page_size=self.param.page_size,
-            disabled=True,
-            show_index=False,
-            sizing_mode="stretch_width",
-        )
-        message = pn.Column(sizing_mode="stretch_width")
-        downloads = pn.Row()
-        buttons = [] if self.download_url else [self._download_button(f) for f in FORMATS]
-
-        def apply() -> None:
-            frame = self._table_or_empty()
-            message.objects = [self.table_message()]
-            readable = not frame.empty
-            if self.download_url:
-                downloads.objects = [self.download_links()] if readable else []
-            else:
-                for fmt, button in zip(FORMATS, buttons, strict=True):
-                    button.param.update(disabled=not readable, filename=self.file_name(fmt))
-                downloads.objects = buttons
-            table.value = frame
-
-        self._table = table
-        tab = pn.Column(
-            pn.Row(
-                pn.widgets.RadioButtonGroup.from_param(self.param.table),
-                pn.widgets.Select.from_param(self.param.page_size, label="Rows per page"),
-                downloads,
-            ),
-            message,
-            table,
-            sizing_mode="stretch_width",
-        )
-        return tab, LazyView(self._key("table"), apply)
-
-    def _download_button(self, fmt: str) -> pn.widgets.FileDownload:
-        """Inline (no dashboard route): a FileDownload whose bytes go through the comm."""
-        download = pn.widgets.FileDownload(
-            filename=self.file_name(fmt), label=fmt.upper(), variant="outline", disabled=True
-        )
-        download.callback = partial(self._send, download, fmt)
-        return download
-
     def __panel__(self) -> pn.viewable.Viewable:
         return self._page
-
-    def _send(self, download: pn.widgets.FileDownload, fmt: str) -> io.BytesIO:
-        """A download's callback: names the file for the bundle and table chosen now."""
-        download.filename = self.file_name(fmt)
-        return self.download(fmt)
 
     async def _on_verify(self, _event: Any) -> None:
         await self.verify()
@@ -568,7 +520,7 @@ class ResultsExplorer(ResultsViews, pn.viewable.Viewer):
 
 SHOWN_BY = (
     "shown", "view", "run_id", "reads", "round", "by", "kind", "trajectories_by_group",
-    "compared", "table", "bundles", "damaged", "problem",
+    "compared", "table", "bundles", "damaged", "problem", "numerics",
 )  # fmt: skip
 """The params whose change may change what is on screen."""
 

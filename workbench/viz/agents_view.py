@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from workbench.errors import ConfigError
 from workbench.results import Bundle
+from workbench.viz import colours
 from workbench.viz.answers import VALID_STATUS, BundleLike, as_bundle, resolve_round
 from workbench.viz.plot_parts import HEIGHT, WIDTH, opts, round_row
 
@@ -54,13 +55,13 @@ def agents(bundle: BundleLike, x: str, y: str, round: int | None = None) -> hv.E
         )
         title += " (rasterized)"
     else:
-        view = opts(points, size=3, alpha=0.4, color="#4c72b0", tools=["hover"])
+        view = opts(points, size=3, alpha=0.4, color=colours.GUESSES, tools=["hover"])
     target = float(round_row(bundle, number)["target"])
     lines = []
     if y == "guess" and np.isfinite(target):
-        lines.append(opts(hv.HLine(target, label="target"), color="#d62728", line_width=2))
+        lines.append(opts(hv.HLine(target, label="target"), color=colours.TARGET, line_width=2))
     if x == "guess" and np.isfinite(target):
-        lines.append(opts(hv.VLine(target, label="target"), color="#d62728", line_width=2))
+        lines.append(opts(hv.VLine(target, label="target"), color=colours.TARGET, line_width=2))
     for line in lines:  # `*` keeps a rasterized view one DynamicMap
         view = view * line
     return opts(view, title=title, width=WIDTH, height=HEIGHT)

@@ -15,6 +15,7 @@ import pandas as pd
 
 from workbench.config import GameSpec
 from workbench.results import Bundle
+from workbench.viz import colours
 from workbench.viz.plot_parts import (
     HEIGHT,
     WIDTH,
@@ -59,7 +60,7 @@ def bars_view(
             kdims="guess",
             vdims=["share", "count"],
         )
-        bars = opts(bars, tools=["hover"], color="#4c72b0", line_color="white", alpha=0.85)
+        bars = opts(bars, tools=["hover"], color=colours.GUESSES, line_color="white", alpha=0.85)
         markers = {"target": row["target"]}
         if reference is not None:
             mine = reference[reference["category"] == category]
@@ -67,7 +68,8 @@ def bars_view(
         panel = hv.Overlay([bars, *marker_spans(markers)])
         panels[category] = opts(panel, width=WIDTH // 3 + 40, height=HEIGHT * 2 // 3)
     layout = hv.NdLayout(panels, kdims=[by], sort=False).cols(min(3, max(len(panels), 1)))
-    lines = "red line: target" + (", black: reference means" if reference is not None else "")
+    lines = f"{colours.TARGET_WORD} line: target"
+    lines += ", black: reference means" if reference is not None else ""
     title = f"{bundle.run_id}: round {counts.attrs['round']} by {by}, share of each group ({lines})"
     return opts(layout, title=title)
 
@@ -95,7 +97,7 @@ def heatmap_view(
     rects = opts(
         rects,
         color="share",
-        cmap="viridis",
+        cmap=colours.share_palette(),
         colorbar=True,
         line_alpha=0,
         tools=["hover"],
@@ -132,7 +134,7 @@ def summary_view(
     ).dropna(subset=["mean"])  # a category with no valid answer keeps its tick, no glyph
     hover = ["category", "n", "n_valid", "ci_low", "ci_high", "min", "q1", "median", "q3", "max"]
     dots = hv.Scatter(frame, kdims="mean", vdims=["position", *hover], label="group mean")
-    mean = opts(dots, color="black", size=8, tools=["hover"])
+    mean = opts(dots, color=colours.GUESSES, line_color="white", size=9, tools=["hover"])
     if kind == "quantiles":
         boxes = frame.assign(y0=frame["position"] - BOX_HALF, y1=frame["position"] + BOX_HALF)
         rects = hv.Rectangles(
@@ -144,10 +146,11 @@ def summary_view(
         medians = hv.Segments(lines, kdims=["median", "y0", "median_end", "y1"])
         low = hv.Segments(lines, kdims=["min", "position", "q1", "position_end"])
         high = hv.Segments(lines, kdims=["q3", "position", "max", "position_end"])
+        box = {"color": colours.GUESSES, "line_color": colours.GUESSES}
         parts: list[Any] = [
-            opts(low, color="#4c72b0", line_width=1.5),
-            opts(high, color="#4c72b0", line_width=1.5),
-            opts(rects, color="#4c72b0", alpha=0.5, line_color="#4c72b0", tools=["hover"]),
+            opts(low, color=colours.GUESSES, line_width=1.5),
+            opts(high, color=colours.GUESSES, line_width=1.5),
+            opts(rects, alpha=0.4, tools=["hover"], **box),
             opts(medians, color="white", line_width=3),
             mean,
         ]
@@ -157,7 +160,7 @@ def summary_view(
             neg=frame["mean"] - frame["ci_low"], pos=frame["ci_high"] - frame["mean"]
         )
         bars = hv.ErrorBars(errors, kdims="mean", vdims=["position", "neg", "pos"], horizontal=True)
-        parts = [opts(bars, color="black", line_width=2), mean]
+        parts = [opts(bars, color=colours.GUESSES, line_width=2), mean]
         what = "mean and 95% interval"
     parts += marker_lines({"target": row["target"]})
     if reference is not None:

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from workbench.game.rules import equilibrium
 from workbench.results import Bundle
+from workbench.viz import colours
 from workbench.viz.answers import BundleLike, as_bundle, resolve_round
 from workbench.viz.distributions import round_trajectories
 from workbench.viz.figure_files import DISPLAY_DPI, figure_bytes
@@ -28,18 +29,19 @@ from workbench.viz.figure_files import DISPLAY_DPI, figure_bytes
 WIDTH = 7.0
 """Figure width in inches (a page's text width); heights follow the number of rows."""
 
-DATA_COLOR = "#0173b2"
-REFERENCE_COLORS: tuple[str, ...] = ("#de8f05", "#cc78bc", "#949494", "#ca9161", "#56b4e9")
+DATA_COLOR = colours.GUESSES
+"""What the agents answered (`viz.colours`, like every colour here)."""
+REFERENCE_COLORS: tuple[str, ...] = colours.REFERENCES
 REFERENCE_MARKERS: tuple[str, ...] = ("D", "s", "^", "v", "P")
 
-HEATMAP_COLORS: tuple[str, ...] = ("#d4e6f4", "#6baed6", "#08306b")
+HEATMAP_COLORS: tuple[str, ...] = colours.SHARES
 """Heatmap colours from the fewest to the most answers (light enough that marks stay seen);
 cells where nobody guessed are white."""
 
 MARKS: dict[str, dict[str, Any]] = {
-    "target": {"color": "#d55e00", "linestyle": "-", "linewidth": 1.8},
-    "equilibrium": {"color": "0.15", "linestyle": "--", "linewidth": 1.2},
-    "winning": {"color": "#029e73", "linestyle": "-.", "linewidth": 1.8},
+    "target": {"color": colours.TARGET, "linestyle": "-", "linewidth": 1.8},
+    "equilibrium": {"color": colours.EQUILIBRIUM, "linestyle": "--", "linewidth": 1.2},
+    "winning": {"color": colours.WINNING, "linestyle": "-.", "linewidth": 1.8},
 }
 """Line styles of the game's numbers, the same in every figure."""
 
@@ -412,5 +414,8 @@ def intervals(ax: Axes, summary: pd.DataFrame, size: float, offset: float = 0.0)
 
 
 def palette(n: int) -> list[Any]:
-    """n distinguishable colours: seaborn's colour-blind palette, husl past ten."""
-    return list(sns.color_palette("colorblind" if n <= 10 else "husl", n))
+    """n distinguishable colours for categories and bundles: `viz.colours.CATEGORIES`, husl
+    past them."""
+    if n <= len(colours.CATEGORIES):
+        return list(colours.CATEGORIES[:n])
+    return list(sns.color_palette("husl", n))

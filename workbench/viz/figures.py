@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from workbench.game.rules import equilibrium
 from workbench.results import Bundle
+from workbench.viz import colours
 from workbench.viz import figure_parts as fp
 from workbench.viz.answers import BundleLike, Bundles, as_bundle, labelled
 from workbench.viz.distributions import (
@@ -231,7 +232,7 @@ def _means(bundle: Bundle, by: str, marks: GameMarks, ref: pd.DataFrame | None) 
 
 _TRAJECTORY_STATS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("mean", "mean", {"color": DATA_COLOR, "marker": "o", "linestyle": "-"}),
-    ("median", "median", {"color": "#56b4e9", "marker": "s", "linestyle": "--"}),
+    ("median", "median", {"color": colours.MEDIAN, "marker": "s", "linestyle": "--"}),
     ("target", "target", {**MARKS["target"], "marker": "^"}),
     ("winning_guess", "winning number", {**MARKS["winning"], "marker": "*", "markersize": 9}),
 )

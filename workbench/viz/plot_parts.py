@@ -18,6 +18,7 @@ import pandas as pd
 
 from workbench.errors import ConfigError
 from workbench.results import Bundle
+from workbench.viz import colours
 from workbench.viz.distributions import round_trajectories
 
 BACKEND = "bokeh"
@@ -26,29 +27,14 @@ BACKEND = "bokeh"
 WIDTH, HEIGHT = 720, 360
 """Size of one plot in pixels; small multiples use a third of the width each."""
 
-PALETTE: tuple[str, ...] = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-)
-"""Category10, the colours of categories and bundles in order."""
-
 MARKERS: dict[str, tuple[str, str]] = {
-    "target": ("#d62728", "solid"),
-    "target so far": ("#d62728", "dashed"),
-    "equilibrium": ("black", "dashed"),
-    "winning guess": ("#2ca02c", "dotted"),
+    "target": (colours.TARGET, "solid"),
+    "target so far": (colours.TARGET, "dashed"),
+    "equilibrium": (colours.EQUILIBRIUM, "dashed"),
+    "winning guess": (colours.WINNING, "dotted"),
 }
-"""Colour and dash of the game's marker lines, by label."""
+"""Colour (`viz.colours`) and dash of the game's marker lines, by label."""
 
-REFERENCE_COLOR = "black"
 REFERENCE_SHAPES: tuple[str, ...] = ("diamond", "triangle", "square", "inverted_triangle", "star")
 """Reference markers, one shape per reference label."""
 
@@ -93,8 +79,8 @@ def opts(element: Any, **options: Any) -> Any:
 
 
 def colour(i: int) -> str:
-    """The i-th palette colour (cycling)."""
-    return PALETTE[i % len(PALETTE)]
+    """The i-th category's or bundle's colour (`viz.colours.category`)."""
+    return colours.category(i)
 
 
 def round_row(bundle: Bundle, number: int) -> pd.Series:
@@ -109,7 +95,7 @@ def marker_lines(markers: Mapping[str, float], dim: str = "guess") -> list[hv.VL
     for label, value in markers.items():
         if value is None or not np.isfinite(value):
             continue
-        color, dash = MARKERS.get(label, (REFERENCE_COLOR, "dashdot"))
+        color, dash = MARKERS.get(label, (colours.REFERENCES[0], "dashdot"))
         frame = pd.DataFrame({dim: [float(value)], "marker": [label]})
         line = hv.VLines(frame, kdims=dim, vdims="marker", label=label)
         lines.append(opts(line, color=color, line_dash=dash, line_width=2, tools=["hover"]))
@@ -123,7 +109,7 @@ def marker_spans(markers: Mapping[str, float]) -> list[hv.VLine]:
     for label, value in markers.items():
         if value is None or not np.isfinite(value):
             continue
-        color, dash = MARKERS.get(label, (REFERENCE_COLOR, "dashdot"))
+        color, dash = MARKERS.get(label, (colours.REFERENCES[0], "dashdot"))
         span = hv.VLine(float(value), label=label)
         spans.append(opts(span, color=color, line_dash=dash, line_width=2))
     return spans
@@ -187,12 +173,13 @@ def reference_points(
         frame["category"] = frame["category"].astype(str)
         shape = REFERENCE_SHAPES[i % len(REFERENCE_SHAPES)]
         points = hv.Scatter(frame, kdims="mean", vdims=["position", "category"], label=str(label))
-        parts.append(opts(points, marker=shape, size=11, color=REFERENCE_COLOR, tools=["hover"]))
+        color = colours.reference(i)
+        parts.append(opts(points, marker=shape, size=11, color=color, tools=["hover"]))
         if with_interval and {"low", "high"} <= set(frame.columns):
             bars = frame.dropna(subset=["low", "high"])
             bars = bars.assign(neg=bars["mean"] - bars["low"], pos=bars["high"] - bars["mean"])
             errors = hv.ErrorBars(
                 bars, kdims="mean", vdims=["position", "neg", "pos"], horizontal=True
             )
-            parts.append(opts(errors, color=REFERENCE_COLOR, line_width=1))
+            parts.append(opts(errors, color=color, line_width=1))
     return parts

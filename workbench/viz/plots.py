@@ -22,6 +22,7 @@ from workbench.config import GameSpec
 from workbench.errors import ConfigError
 from workbench.game import equilibrium, target
 from workbench.results.live_round import RoundSoFar
+from workbench.viz import colours
 from workbench.viz.agents_view import RASTERIZE_ABOVE, agents
 from workbench.viz.answers import BundleLike, Bundles, as_bundle, labelled
 from workbench.viz.category_views import bars_view, binned, heatmap_view, summary_view
@@ -59,6 +60,14 @@ __all__ = [
 KINDS: tuple[str, ...] = ("bars", "heatmap", "quantiles", "means")
 """The kinds of `distribution`."""
 
+TRAJECTORY_LINES: tuple[tuple[str, str, str, str], ...] = (
+    ("mean", "mean", colours.GUESSES, "solid"),
+    ("median", "median", colours.MEDIAN, "solid"),
+    ("target", "target", colours.TARGET, "dashed"),
+    ("winning_guess", "winning guess", colours.WINNING, "solid"),
+)
+"""The whole population's lines in `trajectories`: column, label, colour, dash."""
+
 
 def histogram(bundle: BundleLike, round: int | None = None) -> hv.Overlay:
     """A round's guesses (the last round when None) per whole number, with the target, the
@@ -74,7 +83,8 @@ def histogram(bundle: BundleLike, round: int | None = None) -> hv.Overlay:
         "winning guess": row["winning_guess"],
     }
     title = f"{bundle.run_id}: round {number}, {int(row['n_valid']):,} valid of {int(row['n']):,}"
-    exact = [exact_curve(bundle.exact(number))] if number in bundle.exact_rounds else []
+    game = bundle.config.game
+    exact = [exact_curve(bundle.exact(number), game)] if number in bundle.exact_rounds else []
     return _histogram(counts, bundle.config.game, markers, title, exact)
 
 
@@ -103,7 +113,7 @@ def _histogram(
         kdims="guess",
         vdims=["count", "share"],
     )
-    bars = opts(bars, tools=["hover"], color="#4c72b0", line_color="white", alpha=0.85)
+    bars = opts(bars, tools=["hover"], color=colours.GUESSES, line_color="white", alpha=0.85)
     overlay = hv.Overlay([bars, *over, *marker_lines(markers)])
     return opts(overlay, title=title, width=WIDTH, height=HEIGHT, legend_position="top_right")
 
@@ -150,11 +160,8 @@ def trajectories(
     parts: list[Any] = []
     if by is None:
         table = round_trajectories(bundle)
-        shown = {"mean": "mean", "median": "median", "target": "target"}
-        shown["winning_guess"] = "winning guess"
-        for i, (column, label) in enumerate(shown.items()):
-            dash = "dashed" if column == "target" else "solid"
-            parts += _curve(table, column, label, colour(i), dash)
+        for column, label, color, dash in TRAJECTORY_LINES:
+            parts += _curve(table, column, label, color, dash)
     else:
         table = round_trajectories(bundle, by)
         own = bundle.config.game.group_by == by
@@ -163,11 +170,13 @@ def trajectories(
             if own:
                 parts += _curve(rows, "target", f"{category} target", colour(i), "dashed")
         if not own:
-            parts += _curve(round_trajectories(bundle), "target", "target", "black", "dashed")
+            target_line = round_trajectories(bundle)
+            parts += _curve(target_line, "target", "target", colours.TARGET, "dashed")
     if reference is not None:
-        for label, rows in reference.groupby("label", sort=False):
+        for i, (label, rows) in enumerate(reference.groupby("label", sort=False)):
             points = _statistic(rows, "round", "mean", str(label))
-            parts.append(opts(points, marker="diamond", size=11, color="black", tools=["hover"]))
+            color = colours.reference(i)
+            parts.append(opts(points, marker="diamond", size=11, color=color, tools=["hover"]))
     rounds = sorted(int(r) for r in table["round"].unique())
     title = f"{bundle.run_id}: rounds" + (f" by {by}" if by else "")
     return opts(
@@ -201,20 +210,22 @@ def compare(
         table = table[table["round"] == round]
     hover = ["round", "median", "target", "winning_guess", "n_valid"]
     bars = hv.Bars(table.rename(columns={"mean": "guess"}), "label", ["guess", *hover])
-    parts: list[Any] = [opts(bars.relabel("mean"), tools=["hover"], color="#4c72b0", alpha=0.8)]
+    mean = opts(bars.relabel("mean"), tools=["hover"], color=colours.GUESSES, alpha=0.8)
+    parts: list[Any] = [mean]
     for column, label, marker, color in (
-        ("median", "median", "circle", "white"),
-        ("target", "target", "triangle", "#d62728"),
-        ("winning_guess", "winning guess", "square", "#2ca02c"),
+        ("median", "median", "circle", colours.MEDIAN),
+        ("target", "target", "triangle", colours.TARGET),
+        ("winning_guess", "winning guess", "square", colours.WINNING),
     ):
         points = _statistic(table, "label", column, label)
         edge = {"line_color": "black"} if marker == "circle" else {}
         parts.append(opts(points, marker=marker, size=14, color=color, tools=["hover"], **edge))
     if reference is not None:
-        for label, rows in reference.groupby("label", sort=False):
+        for i, (label, rows) in enumerate(reference.groupby("label", sort=False)):
             points = _statistic(rows.assign(label=rows["label"].astype(str)), "label", "mean", "")
             points = points.relabel(f"reference {label}")
-            parts.append(opts(points, marker="diamond", size=12, color="black", tools=["hover"]))
+            color = colours.reference(i)
+            parts.append(opts(points, marker="diamond", size=12, color=color, tools=["hover"]))
     return opts(
         hv.Overlay(parts),
         title="bundles side by side" + (f", round {round}" if round is not None else ""),
@@ -247,7 +258,7 @@ def tokens(bundles: Bundles) -> hv.Bars:
         width=WIDTH,
         height=HEIGHT,
         xrotation=30 if len(labels) > 4 else 0,
-        color="#4c72b0",
+        color=colours.GUESSES,
     )
 
 
