@@ -214,6 +214,28 @@ def test_n_zero_gives_a_message_and_no_table(editor) -> None:
     assert not _find(view, _Tabulator) and "n must be >= 1, got 0" in _texts(view)
 
 
+def test_the_page_has_one_pair_of_agents_and_seed_inputs(editor) -> None:
+    """The editor's Agents and Seed set the preview's sample and the run; the preview and
+    the Run tab's form show them, in words, with no inputs of their own."""
+    from workbench.ui.launch_settings import LaunchSettings
+
+    preview, settings = PersonaPreview.for_editor(editor), LaunchSettings.for_editor(editor)
+    views = [editor.__panel__(), preview.__panel__(), settings.settings_view()]
+    for view in views:
+        view.get_root()
+    boxes = [w.label for view in views for w in view.select(IntInput)]
+    assert boxes.count("Agents") == 1 and boxes.count("Seed") == 1, boxes
+    assert "N" not in boxes and "N (agents)" not in boxes
+    editor.type_value("n", 1234)
+    editor.type_value("seed", 8)
+    assert "1,234 agents, seed 8" in _texts(views[2])
+    assert "1,234 agents" in _texts(views[1]) and settings.config().n_agents == 1234
+    editor.set_share("gender", "male", 0.9)  # the editor says why; the preview does not repeat
+    assert editor.message not in _texts(views[1])
+    alone = LaunchSettings()  # no editor on the page: the form has its own inputs
+    assert {w.label for w in alone.settings_view().select(IntInput)} >= {"Agents", "Seed"}
+
+
 def test_yaml_round_trip_equals_the_file(editor, tmp_path) -> None:
     assert editor.spec == load_population_spec(EDUCATION)
     assert editor.source == str(EDUCATION)

@@ -94,7 +94,10 @@ def plain_message(item: Mapping[str, Any]) -> str:
             "less_than_equal": ("at most", "le"),
             "less_than": ("less than", "lt"),
         }[kind]
-        return f"must be {word} {ctx[key]}"
+        bound = ctx[key]
+        if isinstance(bound, float) and bound.is_integer():
+            bound = int(bound)  # a float field's bound 0.0 reads 0
+        return f"must be {word} {bound}"
     if kind == "too_short":
         low = int(ctx.get("min_length", 1))
         return f"needs at least {low} {_noun(loc, low)}; add {'one' if low == 1 else 'more'}"
@@ -111,6 +114,11 @@ def plain_message(item: Mapping[str, Any]) -> str:
         return PATTERN_WORDS.get(pattern, f"must match the pattern {pattern}")
     if kind == "literal_error":
         return f"must be {ctx.get('expected')}"
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        key = str(ctx.get("discriminator", "kind")).strip("'")
+        if kind == "union_tag_not_found":
+            return f"needs its {key}; add a {key} key"
+        return f"{key} must be one of {ctx.get('expected_tags')}, got {ctx.get('tag')!r}"
     msg = str(item["msg"]).removeprefix("Value error, ")
     return "must" + msg.removeprefix("Input should") if msg.startswith("Input should") else msg
 
@@ -124,7 +132,7 @@ def validation_problems(
     for item in error.errors():
         msg = plain_message(item)
         if (
-            item["type"] not in ("missing", "extra_forbidden")
+            item["type"] not in ("missing", "extra_forbidden", "string_too_short")
             and "input" in item
             and not isinstance(item["input"], dict | list)
             and "got" not in msg

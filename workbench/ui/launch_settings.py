@@ -290,12 +290,7 @@ class LaunchSettings(param.Parameterized):
             values = _defaults() | dict(self.values)
             for field in form_fields():
                 self._widgets[field.key] = self._widget(field, values[field.key])
-            who = [
-                pn.widgets.IntInput.from_param(
-                    self.param.n_agents, css_classes=[css_class("n_agents")]
-                ),
-                pn.widgets.IntInput.from_param(self.param.seed, css_classes=[css_class("seed")]),
-            ]
+            who = self._who()
             for field in form_fields():
                 section = field.section
                 if section not in self._sections:
@@ -319,6 +314,25 @@ class LaunchSettings(param.Parameterized):
             sizing_mode="stretch_width",
         )
 
+    def _who(self) -> list[pn.viewable.Viewable]:
+        """The run's agents and seed in the form: following an editor, in words (its Agents
+        and Seed set them, where the preview shows those agents: one pair of inputs on the
+        page); alone, their inputs."""
+        if self._editor is None:
+            return [
+                pn.widgets.IntInput.from_param(
+                    self.param.n_agents, css_classes=[css_class("n_agents")]
+                ),
+                pn.widgets.IntInput.from_param(self.param.seed, css_classes=[css_class("seed")]),
+            ]
+        return [
+            pn.pane.Markdown(
+                pn.bind(who_text, self.param.n_agents, self.param.seed),
+                css_classes=["wb-run-who"],
+                sizing_mode="stretch_width",
+            )
+        ]
+
     def _on_open(self, _: Any) -> None:
         self._file_action(lambda: f"opened {self.open_config()}")
 
@@ -336,6 +350,14 @@ class LaunchSettings(param.Parameterized):
     def _say(self, text: str, failed: bool) -> None:
         with param.parameterized.batch_call_watchers(self):
             self.message, self.message_failed = text, failed
+
+
+def who_text(n_agents: int, seed: int) -> str:
+    """The agents a run plays, in words, for a form whose inputs for them are elsewhere."""
+    return (
+        f"**{n_agents:,} agents, seed {seed}**: the Population tab's Agents and Seed "
+        "(its preview shows these agents)"
+    )
 
 
 def _button(label: str, action: Any, css: str) -> pn.widgets.Button:

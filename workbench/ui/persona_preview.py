@@ -76,6 +76,11 @@ class PersonaPreview(pn.viewable.Viewer):
         100, bounds=(0, MAX_AGENTS), allow_refs=True, label="N", doc="agents to sample"
     )
     seed = param.Integer(0, bounds=(0, None), allow_refs=True, label="Seed", doc="sampling seed")
+    own_inputs = param.Boolean(
+        True,
+        doc="show N and Seed inputs; False under an editor (`for_editor`), whose Agents and "
+        "Seed set them: one pair of inputs on the page, and its problems shown there once",
+    )
     page_size = param.Integer(
         20, bounds=(1, 500), doc="rows per page of the table: all the browser ever receives"
     )
@@ -93,7 +98,10 @@ class PersonaPreview(pn.viewable.Viewer):
         doc="a full ModelSpec for the backgrounds, used instead of model and model_name",
     )
     n_backgrounds = param.Integer(
-        3, bounds=(1, 20), label="Agents", doc="how many of the first agents get a background"
+        3,
+        bounds=(1, 20),
+        label="Backgrounds",
+        doc="how many of the first agents get a background (not the run's Agents)",
     )
     personas = param.DataFrame(
         default=None, allow_None=True, doc="output: the sampled agents (None with a message)"
@@ -124,6 +132,7 @@ class PersonaPreview(pn.viewable.Viewer):
             problem=editor.param.message,
             n=editor.param.n,
             seed=editor.param.seed,
+            own_inputs=False,
             **params,
         )
         preview.param.watch(lambda e: setattr(editor, "seed", e.new), "seed")
@@ -248,13 +257,16 @@ class PersonaPreview(pn.viewable.Viewer):
             pn.bind(_note, self.param.writer_message, self.param.writer_failed),
             pn.bind(_background_cards, self.param.backgrounds),
         )
-        return pn.Column(
-            pn.Row(
+        inputs = (
+            [
                 pn.widgets.IntInput.from_param(self.param.n, width=160),
                 pn.widgets.IntInput.from_param(self.param.seed, width=120),
-                regenerate,
-                align="end",
-            ),
+            ]
+            if self.own_inputs
+            else []
+        )
+        return pn.Column(
+            pn.Row(*inputs, regenerate, align="end"),
             pn.bind(self._sample_view, self.param.personas, self.param.message),
             writer,
         )
@@ -264,6 +276,8 @@ class PersonaPreview(pn.viewable.Viewer):
 
     def _sample_view(self, personas: pd.DataFrame | None, message: str) -> pn.viewable.Viewable:
         if personas is None:
+            if self.spec is None and not self.own_inputs:  # the editor shows why, once
+                return notice("No agents to show until the population's problems are fixed.")
             return notice(md(message), "danger")
         counts = TextTable(
             self.counts, disabled=True, show_index=False, pagination="remote", page_size=50

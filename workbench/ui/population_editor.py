@@ -23,19 +23,17 @@ import param
 
 from workbench.config import (
     MAX_AGENTS,
-    DimensionSpec,
     PopulationSpec,
     RunConfig,
+    field_problem,
     read_yaml,
     save_yaml,
-    field_problem,
     to_yaml,
     validate,
 )
 from workbench.config.base import share_table
 from workbench.errors import ConfigError
-from workbench.ui.notices import notice
-from workbench.ui.safe_text import html_text, md
+from workbench.ui.population_page import FILES, NO_PARENT, PLAYED, TOP, Problem, editor_view
 from workbench.ui.share_tables import (
     add_to_table,
     equal_split,
@@ -46,19 +44,10 @@ from workbench.ui.share_tables import (
     where,
 )
 from workbench.ui.share_tables import categories as _categories
-from workbench.ui.spec_form import spec_field, spec_param, with_tooltip
+from workbench.ui.spec_form import spec_field, spec_param
 from workbench.ui.workspace import inside, workspace_param, yaml_target
 
 __all__ = ["NO_PARENT", "PopulationEditor"]
-
-NO_PARENT = "(none)"
-"""The `given` choice of an unconditional dimension in the page."""
-
-DIMENSION = {key: spec_field(DimensionSpec, key) for key in ("name", "given", "shares")}
-"""DimensionSpec's fields: the dimension cards' labels and tooltips are theirs."""
-
-PLAYED = "the preview shows these agents and the run on the Run tab plays them"
-"""What the editor's Agents and Seed are for (their tooltips and the line under them)."""
 
 RUN_FIELDS = {"n": "n_agents", "seed": "seed"}
 """The editor's params that are RunConfig fields, checked as typed by the spec's own rules."""
@@ -68,14 +57,6 @@ FIXES = {
     "seed": "type a whole number, 0 or more",
 }
 """The fix a refused Agents or Seed names."""
-
-TOP, NEW, FILES = "", ":new", ":files"
-"""Places in the page a problem or an action's outcome is shown: the top (the spec's own
-problems), the new-dimension row, the files row; a dimension's are in its card (its name, an
-identifier, never starting with ':'); a refused Agents or Seed beside its box (':n', ':seed')."""
-
-Problem = tuple[str, str]
-"""(place, text): a problem and where the page shows it."""
 
 
 class PopulationEditor(pn.viewable.Viewer):
@@ -102,7 +83,10 @@ class PopulationEditor(pn.viewable.Viewer):
         doc=f"{spec_field(RunConfig, 'n_agents').description}: {PLAYED}",
     )
     seed = spec_param(
-        RunConfig, "seed", label="Seed", doc=f"{spec_field(RunConfig, 'seed').description}: {PLAYED}"
+        RunConfig,
+        "seed",
+        label="Seed",
+        doc=f"{spec_field(RunConfig, 'seed').description}: {PLAYED}",
     )
     refused = param.Dict(
         default={},
@@ -450,94 +434,8 @@ class PopulationEditor(pn.viewable.Viewer):
     # ---- the page ---------------------------------------------------------------------------
 
     def __panel__(self) -> pn.viewable.Viewable:
-        """The editor's layout: the spec's problems (or that it is valid) at the top, the
-        settings with the run's Agents and Seed, one card per dimension, the files. Rows wrap
-        (`_row`), so no control runs out of its card in a narrow panel."""
-        settings = pn.Column(
-            pn.widgets.TextInput.from_param(self.param.population_name),
-            pn.widgets.TextInput.from_param(self.param.description),
-            _row(
-                self._run_box("n", width=160),
-                self._run_box("seed", width=140),
-                pn.widgets.Select.from_param(self.param.sampling, width=120),
-            ),
-            self._placed_view(":n"),
-            self._placed_view(":seed"),
-            pn.pane.Markdown(f"Agents and Seed: {PLAYED}.", css_classes=["wb-population-played"]),
-            pn.widgets.TextInput.from_param(self.param.persona_template),
-            with_tooltip(
-                pn.widgets.Checkbox.from_param(self.param.auto_normalize),
-                str(self.param.auto_normalize.doc),
-            ),
-            sizing_mode="stretch_width",
-        )
-        new_dimension = pn.widgets.TextInput(
-            label="New dimension",
-            placeholder="e.g. occupation",
-            description=DIMENSION["name"].description,
-            width=200,
-        )
-        add = _button("Add dimension", "add-dimension", primary=True)
-        add.on_click(lambda _: self._act(self.add_dimension, new_dimension.value, place=NEW))
-        normalize_all = _button("Normalize all shares", "normalize-all")
-        normalize_all.on_click(lambda _: self._act(self.normalize, place=NEW))
-        path = pn.widgets.TextInput.from_param(
-            self.param.path, placeholder="population.yaml", width=200
-        )
-        load = _button("Load", "load")
-        load.on_click(lambda _: self._act(self.load, place=FILES))
-        save = _button("Save", "save")
-        save.on_click(lambda _: self._act(self._save_action, place=FILES))
-        download = pn.widgets.FileDownload(
-            callback=self._download,
-            filename="population.yaml",
-            label="Download YAML",
-            css_classes=["wb-population-download"],
-        )
-        return pn.Column(
-            pn.bind(_top_view, self.param.problems),
-            self._placed_view(TOP, problems=False),
-            settings,
-            _row(new_dimension, add, normalize_all),
-            self._placed_view(NEW),
-            _Cards(self).column,
-            _row(path, load, save, download),
-            self._placed_view(FILES),
-            sizing_mode="stretch_width",
-            css_classes=["wb-population-editor"],
-        )
-
-    def _run_box(self, name: str, width: int) -> pn.widgets.IntInput:
-        """The box of Agents (`n`) or Seed: it sets the param only with a value the run takes
-        (`type_value`; no bounds of its own, which would snap -5 back without a word), and
-        follows the param when code sets it."""
-        box = pn.widgets.IntInput(
-            label=self.param[name].label,
-            value=getattr(self, name),
-            description=self.param[name].doc,
-            width=width,
-            css_classes=[f"wb-population-{name}"],
-        )
-        box.param.watch(lambda e: self.type_value(name, e.new), "value")
-
-        def follow(event: param.parameterized.Event) -> None:
-            if box.value != event.new:
-                box.value = event.new
-
-        self.param.watch(follow, name)
-        return box
-
-    def _placed_view(self, place: str, problems: bool = True) -> pn.viewable.Viewable:
-        """The problems (unless `problems` is False) and the last action's outcome shown at
-        `place`: nothing while there are none."""
-        return pn.bind(
-            _place_notes,
-            place,
-            self.param.problems if problems else [],
-            self.param.action_message,
-            self.param.action_place,
-            self.param.action_failed,
-        )
+        """The editor's page (`population_page.editor_view`)."""
+        return editor_view(self)
 
     def _save_action(self) -> None:
         if self.spec is None:
@@ -551,145 +449,6 @@ class PopulationEditor(pn.viewable.Viewer):
         except ConfigError as exc:
             self._say(str(exc), FILES, failed=True)
             return io.StringIO(f"# {exc}\n")
-
-    def _dimension_card(
-        self, dim: dict[str, Any], earlier: list[str], boxes: dict[tuple[str, str, str], Any]
-    ) -> pn.Card:
-        """A dimension's card: its problems, given, a number per share (kept in `boxes` by
-        (dimension, parent, category)), add/remove categories, normalize, remove."""
-        name = dim["name"]
-        given = pn.widgets.Select(
-            label=DIMENSION["given"].label,
-            description=DIMENSION["given"].description,
-            options=[NO_PARENT, *earlier],
-            value=dim.get("given") or NO_PARENT,
-            width=200,
-        )
-        given.param.watch(
-            lambda e: self._act(
-                self.set_given, name, None if e.new == NO_PARENT else e.new, place=name
-            ),
-            "value",
-        )
-        rows: list[pn.viewable.Viewable] = []
-        for parent, table in tables(dim).items():
-            inputs = []
-            for category, share in table.items():
-                box = pn.widgets.FloatInput(
-                    label=category,
-                    value=share,
-                    step=0.01,
-                    start=0.0,
-                    end=1.0,
-                    width=140,
-                    description=DIMENSION["shares"].description,
-                )
-                box.param.watch(
-                    lambda e, c=category, p=parent: self._act(
-                        self.set_share, name, c, e.new, p or None, place=name
-                    ),
-                    "value",
-                )
-                boxes[(name, parent, category)] = box
-                inputs.append(box)
-            if parent:
-                heading = f"**{md(dim['given'])} = {md(parent)}**"
-                rows.append(pn.pane.Markdown(heading, margin=(0, 5)))
-            rows.append(_row(*inputs))
-        new_category = pn.widgets.TextInput(label="New category", width=200)
-        add = _button("Add category", "add-category")
-        add.on_click(lambda _: self._act(self.add_category, name, new_category.value, place=name))
-        drop = pn.widgets.Select(label="Category", options=_categories(dim), width=200)
-        remove = _button("Remove category", "remove-category")
-        remove.on_click(lambda _: self._act(self.remove_category, name, drop.value, place=name))
-        normalize = _button("Normalize", "normalize")
-        normalize.on_click(lambda _: self._act(self.normalize, name, place=name))
-        remove_dim = _button("Remove dimension", "remove-dimension", danger=True)
-        remove_dim.on_click(lambda _: self._act(self.remove_dimension, name, place=name))
-        return pn.Card(
-            self._placed_view(name),
-            given,
-            *rows,
-            _row(new_category, add),
-            _row(drop, remove),
-            _row(normalize, remove_dim),
-            title=html_text(name),
-            sizing_mode="stretch_width",
-            css_classes=["wb-dimension-card"],
-        )
-
-
-class _Cards:
-    """The dimension cards of one editor view. A change of shares only sets the numbers in
-    the inputs already drawn; the cards are drawn again only when the dimensions, their
-    categories or their `given` change. (Drawing them again on every share would replace the
-    input a person is typing into, losing what they type next.)"""
-
-    def __init__(self, editor: PopulationEditor) -> None:
-        self.editor = editor
-        self.column = pn.Column(sizing_mode="stretch_width")
-        self.boxes: dict[tuple[str, str, str], Any] = {}
-        self.shape: Any = None
-        self.draw(editor.dimensions)
-        editor.param.watch(lambda e: self.draw(e.new), "dimensions")
-
-    def draw(self, dimensions: list[dict[str, Any]]) -> None:
-        shape = [
-            (d["name"], d.get("given"), [(p, list(t)) for p, t in tables(d).items()])
-            for d in dimensions
-        ]
-        if shape == self.shape:
-            for dim in dimensions:
-                for parent, table in tables(dim).items():
-                    for category, share in table.items():
-                        box = self.boxes[(dim["name"], parent, category)]
-                        if box.value != share:
-                            box.value = share  # its watcher sets the share it already has
-            return
-        self.shape, self.boxes = shape, {}
-        names = [d["name"] for d in dimensions]
-        self.column.objects = [
-            self.editor._dimension_card(dim, names[:i], self.boxes)
-            for i, dim in enumerate(dimensions)
-        ]
-
-
-def _top_view(problems: list[Problem]) -> pn.viewable.Viewable:
-    """The top of the editor: the spec's own problems; that it is valid; or, while its
-    problems are all beside their fields, a line saying so (each problem is shown once)."""
-    if not problems:
-        return notice("The spec is valid.", "success", css="wb-population-status")
-    top = [text for place, text in problems if place == TOP]
-    if top:
-        return notice(_lines(top), "danger", css="wb-population-status")
-    return notice(
-        f"Not valid yet: {len(problems)} problem{'s' if len(problems) > 1 else ''}, each shown "
-        "beside what it is about below.",
-        "warning",
-        css="wb-population-status",
-    )
-
-
-def _place_notes(
-    place: str, problems: list[Problem], action: str, action_place: str, failed: bool
-) -> pn.viewable.Viewable:
-    """The problems at `place` (not the top's: `_top_view` shows those), then the last
-    action's outcome if it was done here."""
-    texts = [text for where_, text in problems if where_ == place and place != TOP]
-    if action and action_place == place and failed:
-        texts.append(action)
-    if texts:
-        return notice(_lines(texts), "danger", css="wb-population-problem")
-    if action and action_place == place:
-        return notice(md(action), "info", css="wb-population-outcome")
-    return pn.pane.Markdown("", visible=False)
-
-
-def _lines(texts: list[str]) -> str:
-    """Texts as escaped Markdown: one line, or a list."""
-    if len(texts) == 1:
-        return md(texts[0])
-    return "\n".join(f"- {md(text)}" for text in texts)
 
 
 def _placed(exc: ConfigError, dims: list[dict[str, Any]], noted: set[str]) -> list[Problem]:
@@ -708,25 +467,6 @@ def _placed(exc: ConfigError, dims: list[dict[str, Any]], noted: set[str]) -> li
                 continue
         placed.append((TOP, f"{loc}: {text}" if loc else text))
     return placed
-
-
-def _row(*objects: pn.viewable.Viewable) -> pn.FlexBox:
-    """Controls side by side, wrapping onto the next line where the card is too narrow."""
-    return pn.FlexBox(
-        *objects, flex_wrap="wrap", align_items="flex-end", sizing_mode="stretch_width"
-    )
-
-
-def _button(label: str, css: str, primary: bool = False, danger: bool = False) -> pn.widgets.Button:
-    """An action button that reads as a button: outlined (filled for the primary action),
-    with a visible edge in any theme, sized to its label."""
-    return pn.widgets.Button(
-        label=label,
-        color="danger" if danger else "primary",
-        variant="solid" if primary else "outline",
-        css_classes=[f"wb-population-{css}"],
-        margin=(5, 10),
-    )
 
 
 def _editable_dimension(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
