@@ -25,6 +25,7 @@ from workbench.llm import make_model, sampling_params
 from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
 from workbench.llm.chat_model import ChatModel
 from workbench.population import counts_table, sample_population
+from workbench.ui.controls import MIN_WIDTH, button, row
 from workbench.ui.notices import notice
 from workbench.ui.safe_text import TextTable, html_text, md
 
@@ -238,24 +239,24 @@ class PersonaPreview(pn.viewable.Viewer):
 
     def __panel__(self) -> pn.viewable.Viewable:
         """Sample controls, message, counts, the paged table, cards and the writer."""
-        regenerate = pn.widgets.Button(label="Regenerate with a new seed", variant="outline")
+        regenerate = button("Regenerate with a new seed", "wb-preview-regenerate")
         regenerate.on_click(lambda _: self.regenerate())
-        write = pn.widgets.Button(
-            label="Write backgrounds", color="primary", disabled=self.param.writing
+        write = button(
+            "Write backgrounds", "wb-preview-write", primary=True, disabled=self.param.writing
         )
         write.on_click(self._on_write)  # async: awaited on the event loop, never blocking
         writer = pn.Column(
             pn.pane.Markdown("### LLM-written backgrounds"),
-            pn.Row(
-                pn.widgets.TextInput.from_param(self.param.model),
-                pn.widgets.TextInput.from_param(self.param.model_name),
-                pn.widgets.IntInput.from_param(self.param.n_backgrounds, width=100),
+            row(
+                pn.widgets.TextInput.from_param(self.param.model, width=200),
+                pn.widgets.TextInput.from_param(self.param.model_name, width=200),
+                pn.widgets.IntInput.from_param(self.param.n_backgrounds, width=120),
                 write,
-                align="end",
             ),
             pn.indicators.LoadingSpinner(value=self.param.writing, size=24),
             pn.bind(_note, self.param.writer_message, self.param.writer_failed),
             pn.bind(_background_cards, self.param.backgrounds),
+            sizing_mode="stretch_width",
         )
         inputs = (
             [
@@ -266,9 +267,12 @@ class PersonaPreview(pn.viewable.Viewer):
             else []
         )
         return pn.Column(
-            pn.Row(*inputs, regenerate, align="end"),
+            row(*inputs, regenerate),
             pn.bind(self._sample_view, self.param.personas, self.param.message),
             writer,
+            sizing_mode="stretch_width",
+            min_width=MIN_WIDTH,  # not its tables' width: they scroll inside it
+            css_classes=["wb-preview"],
         )
 
     async def _on_write(self, _: Any) -> None:
@@ -280,7 +284,12 @@ class PersonaPreview(pn.viewable.Viewer):
                 return notice("No agents to show until the population's problems are fixed.")
             return notice(md(message), "danger")
         counts = TextTable(
-            self.counts, disabled=True, show_index=False, pagination="remote", page_size=50
+            self.counts,
+            disabled=True,
+            show_index=False,
+            pagination="remote",
+            page_size=50,
+            sizing_mode="stretch_width",
         )
         cards = [
             pn.Card(
@@ -297,6 +306,7 @@ class PersonaPreview(pn.viewable.Viewer):
             pn.pane.Markdown("### Agents"),
             self.table(),
             pn.FlexBox(*cards),
+            sizing_mode="stretch_width",
         )
 
 

@@ -2,10 +2,11 @@
 
 `editor_view(editor)` lays the editor out; the editor keeps the state and the edits, this
 module only draws them and sends the widgets' edits back (`editor._act`, so an edit's
-ConfigError is shown where its widget is, not raised). Every row of controls wraps (`row`), so
-no control runs out of its card at 1280 px or in a JupyterLab panel of ~900 px; the action
-buttons are outlined with a visible edge (`button`). A problem is shown once, at its place:
-the spec's own at the top, a dimension's in its card, a refused Agents or Seed under its box.
+ConfigError is shown where its widget is, not raised). Every row of controls wraps
+(`controls.row`), so no control runs out of its card at 1280 px or in a JupyterLab panel of
+~900 px, and the action buttons have a visible edge (`controls.button`). A problem is shown
+once, at its place: the spec's own at the top, a dimension's in its card, a refused Agents or
+Seed under its box.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import panel as pn
 import param
 
 from workbench.config import DimensionSpec
+from workbench.ui.controls import BUTTON_CSS, MIN_WIDTH, row
+from workbench.ui.controls import button as _button
 from workbench.ui.notices import notice
 from workbench.ui.safe_text import html_text, md
 from workbench.ui.share_tables import categories, tables
@@ -34,7 +37,6 @@ __all__ = [
     "Problem",
     "button",
     "editor_view",
-    "row",
 ]
 
 NO_PARENT = "(none)"
@@ -53,14 +55,6 @@ identifier, never starting with ':'); a refused Agents or Seed under its box (':
 
 Problem = tuple[str, str]
 """(place, text): a problem and where the page shows it."""
-
-BUTTON_CSS = """
-:host .bk-btn { border-width: 1px; border-style: solid; font-weight: 500; }
-:host .bk-btn-primary:not(.bk-active) { border-color: #1565c0; }
-:host .bk-btn-danger:not(.bk-active) { border-color: #c62828; }
-"""
-"""An outlined button's edge, drawn whatever the theme (the material one drew none, so an
-outlined button read as a line of text)."""
 
 
 def editor_view(editor: PopulationEditor) -> pn.viewable.Viewable:
@@ -120,6 +114,7 @@ def editor_view(editor: PopulationEditor) -> pn.viewable.Viewable:
         row(path, load, save, download),
         placed_view(editor, FILES),
         sizing_mode="stretch_width",
+        min_width=MIN_WIDTH,
         css_classes=["wb-population-editor"],
     )
 
@@ -302,21 +297,6 @@ def lines(texts: list[str]) -> str:
     return "\n".join(f"- {md(text)}" for text in texts)
 
 
-def row(*objects: pn.viewable.Viewable) -> pn.FlexBox:
-    """Controls side by side, wrapping onto the next line where the card is too narrow."""
-    return pn.FlexBox(
-        *objects, flex_wrap="wrap", align_items="flex-end", sizing_mode="stretch_width"
-    )
-
-
 def button(label: str, css: str, primary: bool = False, danger: bool = False) -> pn.widgets.Button:
-    """An action button that reads as a button: outlined with a visible edge (filled for the
-    primary action), sized to its label."""
-    return pn.widgets.Button(
-        label=label,
-        color="danger" if danger else "primary",
-        variant="solid" if primary else "outline",
-        stylesheets=[BUTTON_CSS],
-        css_classes=[f"wb-population-{css}"],
-        margin=(5, 10),
-    )
+    """An editor's action button (`controls.button`), its class `wb-population-<css>`."""
+    return _button(label, f"wb-population-{css}", primary=primary, danger=danger)
