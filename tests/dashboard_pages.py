@@ -19,12 +19,17 @@ def results_of(dashboard: Served) -> Path:
     return Path(dashboard.process.args[dashboard.process.args.index("--results") + 1])
 
 
-def run_tab(watched: Watched, dashboard: Served) -> Locator:
-    """Open the dashboard on its Run tab; the launcher's part of the page."""
+def run_tab(watched: Watched, dashboard: Served, agents: int | None = None) -> Locator:
+    """Open the dashboard on its Run tab; the launcher's part of the page. With `agents`, the
+    Population tab's Agents (the run plays those) is set to it first."""
     watched.open(dashboard.url)
+    if agents is not None:
+        fill(watched.page.locator(".wb-population-editor"), "Agents", agents)
     watched.page.get_by_role("tab", name="Run").click()
     launcher = watched.page.locator(".wb-launcher")
     launcher.locator(".wb-launcher-run").wait_for()
+    if agents is not None:
+        launcher.locator(".wb-run-who").get_by_text(f"{agents:,} agents").wait_for()
     name = launcher.get_by_label("Run name", exact=True)
     if not name.is_visible():  # folded: a run is followed; unfold the settings to change them
         launcher.locator(".wb-launcher-settings .card-header").first.click()

@@ -85,7 +85,7 @@ def editor_view(editor: PopulationEditor) -> pn.viewable.Viewable:
         width=200,
     )
     add = button("Add dimension", "add-dimension", primary=True)
-    add.on_click(lambda _: editor._act(editor.add_dimension, new_dimension.value, place=NEW))
+    add.on_click(lambda _: _add(editor, editor.add_dimension, new_dimension, place=NEW))
     normalize_all = button("Normalize all shares", "normalize-all")
     normalize_all.on_click(lambda _: editor._act(editor.normalize, place=NEW))
     path = pn.widgets.TextInput.from_param(
@@ -117,6 +117,15 @@ def editor_view(editor: PopulationEditor) -> pn.viewable.Viewable:
         min_width=MIN_WIDTH,
         css_classes=["wb-population-editor"],
     )
+
+
+def _add(
+    editor: PopulationEditor, action: Any, box: pn.widgets.TextInput, *args: Any, place: str
+) -> None:
+    """Add what `box` names (a dimension, a category) and empty the box once it is added."""
+    editor._act(action, *args, box.value, place=place)
+    if not editor.action_failed:
+        box.value = ""
 
 
 def run_box(editor: PopulationEditor, name: str, width: int) -> pn.widgets.IntInput:
@@ -203,7 +212,7 @@ def dimension_card(
         rows.append(row(*inputs))
     new_category = pn.widgets.TextInput(label="New category", width=200)
     add = button("Add category", "add-category")
-    add.on_click(lambda _: act(editor.add_category, name, new_category.value, place=name))
+    add.on_click(lambda _: _add(editor, editor.add_category, new_category, name, place=name))
     drop = pn.widgets.Select(label="Category", options=categories(dim), width=200)
     remove = button("Remove category", "remove-category")
     remove.on_click(lambda _: act(editor.remove_category, name, drop.value, place=name))
