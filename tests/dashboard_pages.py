@@ -28,8 +28,6 @@ def run_tab(watched: Watched, dashboard: Served, agents: int | None = None) -> L
     watched.page.get_by_role("tab", name="Run").click()
     launcher = watched.page.locator(".wb-launcher")
     launcher.locator(".wb-launcher-run").wait_for()
-    if agents is not None:
-        launcher.locator(".wb-run-who").get_by_text(f"{agents:,} agents").wait_for()
     name = launcher.get_by_label("Run name", exact=True)
     if not name.is_visible():  # folded: a run is followed; unfold the settings to change them
         launcher.locator(".wb-launcher-settings .card-header").first.click()

@@ -111,5 +111,7 @@ def test_a_new_dimension_a_zero_table_and_a_bad_n_each_say_so_once(
     set_number(watched, "Agents", 40)
     watched.wait_text("The spec is valid.")
     page.get_by_role("tab", name="Run").click()
-    page.locator(".wb-run-who").get_by_text("40 agents, seed 0").wait_for()
+    launcher = page.locator(".wb-launcher")
+    launcher.get_by_label("Run name", exact=True).wait_for()
+    assert launcher.get_by_label("Agents", exact=True).count() == 0  # one pair, on Population
     watched.assert_no_errors()

@@ -25,7 +25,7 @@ from workbench.errors import ConfigError
 from workbench.experiment.grid import value_at
 from workbench.ui import PopulationEditor
 from workbench.ui.launch_settings import FORM_FIXED, FORM_SKIP, form_fields
-from workbench.ui.population_editor import PLAYED
+from workbench.ui.population_page import PLAYED
 from workbench.ui.run_launcher import RunLauncher, quickstart_population
 from workbench.ui.spec_form import applies, spec_fields
 

@@ -315,22 +315,17 @@ class LaunchSettings(param.Parameterized):
         )
 
     def _who(self) -> list[pn.viewable.Viewable]:
-        """The run's agents and seed in the form: following an editor, in words (its Agents
-        and Seed set them, where the preview shows those agents: one pair of inputs on the
-        page); alone, their inputs."""
-        if self._editor is None:
-            return [
-                pn.widgets.IntInput.from_param(
-                    self.param.n_agents, css_classes=[css_class("n_agents")]
-                ),
-                pn.widgets.IntInput.from_param(self.param.seed, css_classes=[css_class("seed")]),
-            ]
+        """The run's Agents and Seed inputs, for settings alone on a page. Following an editor
+        there are none: the editor's Agents and Seed set them (where the preview shows those
+        agents; one pair of inputs on the page), and the Run tab's line on who plays names
+        them."""
+        if self._editor is not None:
+            return []
         return [
-            pn.pane.Markdown(
-                pn.bind(who_text, self.param.n_agents, self.param.seed),
-                css_classes=["wb-run-who"],
-                sizing_mode="stretch_width",
-            )
+            pn.widgets.IntInput.from_param(
+                self.param.n_agents, css_classes=[css_class("n_agents")]
+            ),
+            pn.widgets.IntInput.from_param(self.param.seed, css_classes=[css_class("seed")]),
         ]
 
     def _on_open(self, _: Any) -> None:
@@ -350,14 +345,6 @@ class LaunchSettings(param.Parameterized):
     def _say(self, text: str, failed: bool) -> None:
         with param.parameterized.batch_call_watchers(self):
             self.message, self.message_failed = text, failed
-
-
-def who_text(n_agents: int, seed: int) -> str:
-    """The agents a run plays, in words, for a form whose inputs for them are elsewhere."""
-    return (
-        f"**{n_agents:,} agents, seed {seed}**: the Population tab's Agents and Seed "
-        "(its preview shows these agents)"
-    )
 
 
 def _button(label: str, action: Any, css: str) -> pn.widgets.Button:
