@@ -19,9 +19,12 @@ def results_of(dashboard: Served) -> Path:
     return Path(dashboard.process.args[dashboard.process.args.index("--results") + 1])
 
 
-def run_tab(watched: Watched, dashboard: Served) -> Locator:
-    """Open the dashboard on its Run tab; the launcher's part of the page."""
+def run_tab(watched: Watched, dashboard: Served, agents: int | None = None) -> Locator:
+    """Open the dashboard on its Run tab; the launcher's part of the page. With `agents`, the
+    Population tab's Agents (the run plays those) is set to it first."""
     watched.open(dashboard.url)
+    if agents is not None:
+        fill(watched.page.locator(".wb-population-editor"), "Agents", agents)
     watched.page.get_by_role("tab", name="Run").click()
     launcher = watched.page.locator(".wb-launcher")
     launcher.locator(".wb-launcher-run").wait_for()

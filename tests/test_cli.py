@@ -51,7 +51,7 @@ BAD_CONFIGS = {
     "unknown-key": ("n_agnets: 5\n", ["n_agnets: unknown key"]),
     "negative-n-agents": (
         "n_agents: -5\n",
-        ["n_agents: Input should be greater than or equal to 1, got -5"],
+        ["n_agents: must be at least 1, got -5"],
     ),
     "ratio-2": ("game: {ratio: 2}\n", ["game.ratio: must be in (0, 1], got 2"]),
     "low-ge-high": ("game: {low: 50, high: 10}\n", ["game: low must be < high"]),
@@ -156,9 +156,7 @@ def test_bad_command_line_override_names_the_field(
     assert_user_error(
         results["override-rounds"], "(with command-line overrides): game.rounds:", "got 0"
     )
-    assert_user_error(
-        results["override-n-agents"], "n_agents: Input should be greater than or equal to 1, got 0"
-    )
+    assert_user_error(results["override-n-agents"], "n_agents: must be at least 1, got 0")
     assert not (work / "o1").exists() and not (work / "o2").exists()
 
 

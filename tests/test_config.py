@@ -106,12 +106,12 @@ def test_low_not_below_high_is_rejected(low: Any, high: Any) -> None:
 def test_game_numbers_must_be_finite(field: str) -> None:
     data = parse_yaml(f"{field}: .inf\n")
     message = config_error(RunConfig, run_data(game=data))
-    assert f"game.{field}: Input should be a finite number, got inf" in message
+    assert f"game.{field}: must be a finite number, got inf" in message
 
 
 def test_rounds_zero_is_rejected() -> None:
     message = config_error(RunConfig, run_data(game={"rounds": 0}))
-    assert "cfg.yaml: game.rounds: Input should be greater than or equal to 1, got 0" == message
+    assert "cfg.yaml: game.rounds: must be at least 1, got 0" == message
 
 
 # --------------------------------------------------------------------------- top level
@@ -119,7 +119,7 @@ def test_rounds_zero_is_rejected() -> None:
 
 def test_negative_n_agents_names_field_limit_and_value() -> None:
     message = config_error(RunConfig, run_data(n_agents=-5))
-    assert message == "cfg.yaml: n_agents: Input should be greater than or equal to 1, got -5"
+    assert message == "cfg.yaml: n_agents: must be at least 1, got -5"
 
 
 @pytest.mark.parametrize(
@@ -150,7 +150,8 @@ def test_unknown_key_in_inline_population() -> None:
 def test_missing_population_is_named() -> None:
     data = run_data()
     del data["population"]
-    assert config_error(RunConfig, data) == "cfg.yaml: population: required field is missing"
+    message = config_error(RunConfig, data)
+    assert message == "cfg.yaml: population: required field is missing; add it"
 
 
 def test_population_of_wrong_type_gives_one_message() -> None:
@@ -172,9 +173,7 @@ def test_bad_inline_population_reports_only_the_spec_problem() -> None:
 
 def test_policy_errors_do_not_show_union_tags() -> None:
     message = config_error(RunConfig, run_data(policy={"kind": "random", "latency_s": -1}))
-    assert (
-        message == "cfg.yaml: policy.latency_s: Input should be greater than or equal to 0, got -1"
-    )
+    assert message == "cfg.yaml: policy.latency_s: must be at least 0, got -1"
     message = config_error(RunConfig, run_data(policy={"kind": "dummy"}))
     assert message.startswith("cfg.yaml: policy: ")
     assert "'llm', 'random', 'level_k'" in message

@@ -33,7 +33,15 @@ class WorkbenchError(Exception):
 
 
 class ConfigError(WorkbenchError, ValueError):
-    """A config or spec is invalid: the message names the field, what is allowed and what came."""
+    """A config or spec is invalid: the message names the field, what is allowed and what came.
+
+    `problems`, where the message was made from a spec's validation: each problem as (field
+    path like `dimensions.1.shares`, '' for the whole spec; its text), so a form can show each
+    next to its field."""
+
+    def __init__(self, message: str, *, problems: tuple[tuple[str, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
 
 
 class BundleError(WorkbenchError):

@@ -1,6 +1,8 @@
 """The Run tab at 1400x900, as a researcher's laptop shows it: Run and the settings at the top,
 the settings folding when a run starts so its progress, round table and plots come up without
-scrolling, and every message readable (WCAG AA contrast, measured in the rendered page)."""
+scrolling, and every message readable (WCAG AA contrast, measured in the rendered page). The
+Population tab at 1280x800 and in a ~900 px panel (JupyterLab's tab beside its file browser):
+no control runs out of its card or has its label cut (measured from the elements' boxes)."""
 
 from __future__ import annotations
 
@@ -10,12 +12,16 @@ from collections.abc import Callable
 import pytest
 from browser_pages import SCREENSHOTS, Watched, deep_text
 from dashboard_pages import RUN_TIMEOUT_MS, fill, run_tab, status_text
+from layout_boxes import outside
 from playwright.sync_api import Locator
 from served import Served
 
 pytestmark = pytest.mark.slow
 
 LAPTOP = {"width": 1400, "height": 900}
+SMALL_LAPTOP = {"width": 1280, "height": 800}
+PANEL = {"width": 900, "height": 800}
+"""The dashboard in a JupyterLab tab beside the file browser, on a 1280-px screen."""
 AA = 4.5
 ROUNDS = 3
 """Rounds of the layout test's run: the embedded model, five shards (round 1 is mostly the
@@ -183,4 +189,26 @@ def test_run_and_its_progress_are_above_the_fold_at_1400x900(
     launcher.locator(".wb-launcher-settings-toggle button").first.click()  # unfold them again
     launcher.get_by_label("Rounds", exact=True).wait_for()
     assert launcher.get_by_label("Agents per shard", exact=True).input_value() == "10"
+    watched.assert_no_errors()
+
+
+def test_no_population_control_runs_out_of_its_card(watched: Watched, dashboard: Served) -> None:
+    watched.page.set_viewport_size(SMALL_LAPTOP)
+    watched.open(dashboard.url)
+    watched.wait_text("The spec is valid.")
+    cards = watched.page.locator(".wb-dimension-card")
+    watched.until(lambda: cards.count() == 2, "the gender and education cards")
+    editor = watched.page.locator(".wb-population-editor").first
+    preview = watched.page.locator(".wb-preview").first
+    for size, name in ((SMALL_LAPTOP, "1280"), (PANEL, "900")):
+        watched.page.set_viewport_size(size)
+        watched.wait_idle(quiet_ms=500)
+        for box in (*cards.all(), editor, preview):
+            seen, found = outside(box)
+            assert seen >= 10 and found == [], (name, found)
+        left, right = editor.bounding_box(), preview.bounding_box()
+        assert left is not None and right is not None
+        assert left["x"] + left["width"] <= right["x"] + 1  # side by side, not overlapping
+        assert right["x"] + right["width"] <= size["width"] + 1  # within the window
+        watched.shot(f"population-{name}")
     watched.assert_no_errors()

@@ -1,11 +1,12 @@
-"""`workbench dashboard` in a browser: the population tab's editor drives the persona preview."""
+"""`workbench dashboard` in a browser: the population tab's editor drives the persona preview;
+a new dimension, a table of zeros and a bad N each say so once, beside what they are about."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import pytest
-from browser_pages import Watched
+from browser_pages import Watched, deep_text
 from served import Served
 
 pytestmark = pytest.mark.slow
@@ -63,19 +64,54 @@ def test_a_share_change_updates_the_persona_counts(watched: Watched, dashboard: 
     watched.assert_no_errors()
 
 
-def test_an_impossible_spec_shows_why_in_the_page(watched: Watched, dashboard: Served) -> None:
+def test_a_new_dimension_a_zero_table_and_a_bad_n_each_say_so_once(
+    watched: Watched, dashboard: Served
+) -> None:
     watched.open(dashboard.url)
     watched.wait_text("The spec is valid.")
-    for category in ("elementary school", "high school", "bachelor's degree", "master's degree"):
-        set_number(watched, category, 0)
-    set_number(watched, "doctoral degree", 0)
-    watched.wait_text("they cannot be normalized: give a category a share above 0")
-    watched.page.get_by_role("button", name="Normalize all shares").click()
-    watched.wait_text("cannot normalize: the shares sum to 0")
-    watched.shot("population-impossible-shares")
-    set_number(watched, "doctoral degree", 1)
+    page = watched.page
+    editor = page.locator(".wb-population-editor").first
+    # a new dimension: its card says what it needs; categories come at equal shares
+    page.get_by_label("New dimension", exact=True).fill("occupation")
+    page.locator(".wb-population-add-dimension").get_by_role("button").click()
+    card = page.locator(".wb-dimension-card", has_text="occupation").first
+    needs = "dimension 'occupation': shares must list at least one category"
+    card.get_by_text(needs).wait_for()
+    assert deep_text(editor).count(needs) == 1  # shown once, in its card
+    for job in ("engineer", "nurse"):
+        card.get_by_label("New category", exact=True).fill(job)
+        card.locator(".wb-population-add-category").get_by_role("button").click()
+        card.get_by_label(job, exact=True).wait_for()
     watched.wait_text("The spec is valid.")
-    set_number(watched, "N (agents)", 0)
-    watched.wait_text("n must be >= 1, got 0", timeout_ms=30_000)
-    watched.shot("population-no-agents")
+    assert card.get_by_label("nurse", exact=True).input_value() == "0.5"
+    watched.shot("population-new-dimension")
+
+    # a table of zeros: its card says Normalize splits it equally, and it does
+    for category in ("elementary school", "high school", "bachelor's degree", "master's degree",
+                     "doctoral degree"):  # fmt: skip
+        set_number(watched, category, 0)
+    note = "dimension 'education': shares sum to 0, not 1; press Normalize to split them equally"
+    watched.wait_text(note)
+    watched.wait_text("Not valid yet: 1 problem, each shown beside what it is about below.")
+    assert deep_text(editor).count("dimension 'education'") == 1  # not again in the CLI's words
+    assert "shares must sum to 1" not in deep_text(page.locator(".wb-preview"))
+    watched.shot("population-zero-shares")
+    education = page.locator(".wb-dimension-card", has_text="education").first
+    education.locator(".wb-population-normalize").get_by_role("button").click()
+    watched.wait_text("The spec is valid.")
+    doctoral = page.get_by_label("doctoral degree", exact=True)
+    watched.until(lambda: doctoral.input_value() == "0.2", "the equal shares in their boxes")
+
+    # Agents -5: kept in the box, with why and the fix beside it; the run plays none of it
+    set_number(watched, "Agents", -5)
+    watched.wait_text("Agents: must be at least 1, got -5; type how many agents to play")
+    assert page.get_by_label("Agents", exact=True).input_value() == "-5"  # not snapped back
+    assert deep_text(editor).count("Agents: must be at least 1") == 1
+    watched.shot("population-bad-agents")
+    set_number(watched, "Agents", 40)
+    watched.wait_text("The spec is valid.")
+    page.get_by_role("tab", name="Run").click()
+    launcher = page.locator(".wb-launcher")
+    launcher.get_by_label("Run name", exact=True).wait_for()
+    assert launcher.get_by_label("Agents", exact=True).count() == 0  # one pair, on Population
     watched.assert_no_errors()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from browser_pages import SCREENSHOTS, Watched, deep_text
-from dashboard_pages import RUN_TIMEOUT_MS, choose, fill, newest_launch, results_of, run_tab
+from dashboard_pages import RUN_TIMEOUT_MS, choose, newest_launch, results_of, run_tab
 from dashboard_pages import status_text as launch_status
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from served import Served
@@ -81,9 +81,8 @@ def launch_level_k(watched: Watched, dashboard: Served) -> Bundle:
     """Open the page, launch a level-k run of 2,000 agents, wait until it completes."""
     results = results_of(dashboard)
     before = len(launches(results))
-    launcher = run_tab(watched, dashboard)
+    launcher = run_tab(watched, dashboard, agents=2000)
     choose(launcher, "Policy", "level_k")
-    fill(launcher, "Agents", 2000)
     launcher.locator(".wb-launcher-run").get_by_role("button").click()
     watched.until(lambda: "complete" in launch_status(launcher), "the run to complete",
                   RUN_TIMEOUT_MS, shown=lambda: launch_status(launcher))  # fmt: skip

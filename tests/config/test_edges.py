@@ -172,7 +172,7 @@ def test_ordinary_nesting_is_fine() -> None:
 def test_n_agents_bound_is_the_public_constant(tmp_path: Path) -> None:
     assert MAX_AGENTS == 100_000_000
     python = message_of(lambda: RunConfig(population=POPULATION, n_agents=MAX_AGENTS + 1))
-    assert python.startswith("RunConfig: n_agents: Input should be less than or equal to 100000000")
+    assert python.startswith("RunConfig: n_agents: must be at most 100000000")
     path = write_run(tmp_path, n_agents=MAX_AGENTS + 1)
     assert message_of(lambda: load_run_config(path)).startswith(f"{path}: n_agents: ")
 
@@ -183,8 +183,8 @@ def test_n_agents_bound_is_the_public_constant(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("value", "says"),
     [
-        (1.5, "Input should be less than or equal to 1, got 1.5"),
-        (-0.1, "Input should be greater than or equal to 0, got -0.1"),
+        (1.5, "must be at most 1, got 1.5"),
+        (-0.1, "must be at least 0, got -0.1"),
         ("half", "expected a number or a fraction like 2/3, got 'half'"),
     ],
 )

@@ -68,7 +68,7 @@ def test_assignment_raises_config_error() -> None:
     run = RunConfig(population=POPULATION, policy={"kind": "random"})
     with pytest.raises(ConfigError) as info:
         run.game.rounds = -1
-    assert one_line(info) == "GameSpec: rounds: Input should be greater than or equal to 1, got -1"
+    assert one_line(info) == "GameSpec: rounds: must be at least 1, got -1"
     assert run.game.rounds == 1
     with pytest.raises(ConfigError, match="^RunConfig: n_agents: "):
         run.n_agents = 0
@@ -83,9 +83,7 @@ def test_model_validator_errors_on_assignment() -> None:
 def test_nested_errors_keep_the_outer_path_and_drop_union_tags() -> None:
     with pytest.raises(ConfigError) as info:
         RunConfig(population=POPULATION, policy={"kind": "random", "latency_s": -1})
-    assert one_line(info) == (
-        "RunConfig: policy.latency_s: Input should be greater than or equal to 0, got -1"
-    )
+    assert one_line(info) == ("RunConfig: policy.latency_s: must be at least 0, got -1")
     with pytest.raises(ConfigError) as info:
         RunConfig(population={"dimensions": [{"name": "g", "shares": {"a": 0.3}}]})
     assert one_line(info).startswith("RunConfig: population.dimensions.0: dimension 'g'")
@@ -121,3 +119,58 @@ def test_valid_specs_build_and_copy_as_before(tmp_path: Path) -> None:
     assert RunConfig.model_validate(run.model_dump()) == run
     assert config.load_run_config(config.save_yaml(run, tmp_path / "r.yaml")) == run
     assert not [p for p in tmp_path.iterdir() if p.name != "r.yaml"]  # no temp file left
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        ({"dimensions": []}, "dimensions: needs at least 1 dimension; add one"),
+        ({**POPULATION, "sampling": "random"}, "sampling: must be 'quota' or 'iid', got 'random'"),
+        ({**POPULATION, "name": ""}, "name: must not be empty"),
+        ({**POPULATION, "size": 3}, "size: unknown key; remove it or check its spelling"),
+        ({"name": "p"}, "dimensions: required field is missing; add it"),
+        (
+            {"dimensions": [{"name": "bad name", "shares": {"a": 1}}]},
+            "dimensions.0.name: must be letters, digits and _, not starting with a digit, got "
+            "'bad name'",
+        ),
+    ],
+)
+def test_a_population_specs_problems_read_in_plain_words(data: dict[str, Any], says: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        validate(PopulationSpec, data, "pop.yaml")
+    assert one_line(info) == f"pop.yaml: {says}"
+    loc, text = info.value.problems[0]  # the same problem, by field, for a form
+    assert f"{loc}: {text}" == says
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({"n_agents": "many"}, "n_agents: must be a whole number, got 'many'"),
+        ({"seed": -1}, "seed: must be at least 0, got -1"),
+        ({"n_agents": 10**9}, "n_agents: must be at most 100000000, got 1000000000"),
+        ({"max_failed_share": 2}, "max_failed_share: must be at most 1, got 2"),
+        (
+            {"policy": {"kind": "nope"}},
+            "policy: kind must be one of 'llm', 'random', 'level_k', got 'nope'",
+        ),
+        ({"policy": {"depth": 1}}, "policy: needs its kind; add a kind key"),
+        ({"model": {"base_urls": "x"}}, "model.base_urls: must be a list, got 'x'"),
+        (
+            {"name": "a b"},
+            "name: must be letters, digits, _ . and -, starting with a letter or digit, got 'a b'",
+        ),
+    ],
+)
+def test_a_run_configs_problems_read_in_plain_words(changes: dict[str, Any], says: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        validate(RunConfig, {"population": POPULATION} | changes, "run.yaml")
+    assert one_line(info) == f"run.yaml: {says}"
+    assert "Input should" not in one_line(info) and "^" not in one_line(info)
+
+
+def test_one_field_is_checked_by_its_specs_own_rules() -> None:
+    assert config.field_problem(RunConfig, "n_agents", 5) is None
+    assert config.field_problem(RunConfig, "n_agents", -5) == "must be at least 1, got -5"
+    assert config.field_problem(RunConfig, "seed", None) == "must be a whole number, got None"

@@ -56,7 +56,7 @@ BAD_GRIDS: dict[str, tuple[dict[str, Any], list[str]]] = {
     ),
     "explicit-cell": (
         {"grid": {"seed": [1]}, "cells": [{"n_agents": 0}]},
-        ["grid cell 2 of 2 (n_agents=0)", "n_agents: Input should be greater than or equal to 1"],
+        ["grid cell 2 of 2 (n_agents=0)", "n_agents: must be at least 1"],
     ),
     "not-a-section": (
         {"cells": [{"seed.value": 1}]},

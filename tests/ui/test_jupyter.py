@@ -267,8 +267,7 @@ def test_the_magic_runs_in_a_real_kernel(tmp_path: Path, monkeypatch: pytest.Mon
     [
         ("name: [unclosed\n", "ConfigError: %%workbench_run cell: not valid YAML at line 2"),
         (LEVEL_K_CELL.replace("rounds: 2", "rounds: 0"),
-         "ConfigError: %%workbench_run cell: game.rounds: Input should be greater than or equal "
-         "to 1"),
+         "ConfigError: %%workbench_run cell: game.rounds: must be at least 1, got 0"),
         (LEVEL_K_CELL.replace("edu.yaml", "nope.yaml"),
          "ConfigError: %%workbench_run cell: population: file 'personas/nope.yaml' not found"),
         (LEVEL_K_CELL.replace("kind: level_k", "kind: level_k\n  attribute: city"),

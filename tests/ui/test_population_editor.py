@@ -13,6 +13,7 @@ import yaml
 from pane_text import shown_text
 from panel.pane import Alert, Markdown, Str
 from panel.widgets import FloatInput as _FloatInput
+from panel.widgets import IntInput
 from panel.widgets import Tabulator as _Tabulator
 
 import workbench.ui
@@ -96,17 +97,111 @@ def test_shares_off_one_say_their_sum_and_normalize_fixes_them(editor) -> None:
     assert sum(shares.values()) == pytest.approx(1)
 
 
-def test_shares_that_cannot_be_normalized_say_why(editor) -> None:
+def test_shares_all_zero_normalize_to_equal_shares(editor) -> None:
     preview = PersonaPreview.for_editor(editor)
     for category in list(editor.spec.dimension("gender").shares):
         editor.set_share("gender", category, 0.0)
     assert editor.spec is None and preview.personas is None
-    assert "cannot be normalized" in editor.share_notes[0]
-    with pytest.raises(ConfigError, match="cannot normalize: the shares sum to 0"):
-        editor.normalize("gender")
-    editor._act(editor.normalize, "gender")  # what the Normalize button does
-    assert "cannot normalize" in editor.action_message
-    assert "shares must sum to 1, got 0" in preview.message
+    assert editor.share_notes == [
+        "dimension 'gender': shares sum to 0, not 1; press Normalize to split them equally"
+    ]
+    editor._act(editor.normalize, "gender", place="gender")  # what the card's Normalize does
+    assert editor.action_message == "" and editor.spec is not None, editor.message
+    assert editor.spec.dimension("gender").shares == {"male": 0.5, "female": 0.5}
+    assert preview.personas is not None
+
+
+def test_a_negative_share_says_why_normalize_cannot_rescale_it_in_one_text(editor) -> None:
+    editor.set_share("gender", "male", -0.5)
+    why = "the share of 'male' is negative; set it to 0 or more"
+    assert editor.share_notes == [
+        f"dimension 'gender': shares sum to 0, not 1; Normalize cannot rescale them: {why}"
+    ]
+    with pytest.raises(ConfigError) as refused:
+        editor.normalize()
+    assert str(refused.value) == f"dimension 'gender': cannot normalize: {why}"
+    assert editor.dimensions[0]["shares"]["male"] == -0.5  # nothing changed
+    editor._act(editor.normalize, "gender", place="gender")
+    assert (editor.action_place, editor.action_failed) == ("gender", True)
+
+
+def test_a_new_dimension_gets_equal_shares_and_a_shaped_table_keeps_its_own(editor) -> None:
+    editor.add_dimension("occupation")
+    assert editor.spec is None
+    assert editor.problems == [
+        ("occupation", "dimension 'occupation': shares must list at least one category")
+    ]
+    for count, job in enumerate(("engineer", "nurse", "teacher"), start=1):
+        editor.add_category("occupation", job)
+        shares = editor.dimensions[-1]["shares"]
+        assert shares == pytest.approx(dict.fromkeys(shares, 1 / count)), shares
+        assert editor.spec is not None, editor.message  # valid after every category
+    editor.set_share("occupation", "engineer", 0.5)
+    editor.set_share("occupation", "nurse", 0.2)
+    editor.set_share("occupation", "teacher", 0.3)
+    editor.add_category("occupation", "farmer")  # shaped: kept, the new one at 0
+    assert editor.dimensions[-1]["shares"] == {
+        "engineer": 0.5, "nurse": 0.2, "teacher": 0.3, "farmer": 0.0,
+    }  # fmt: skip
+    assert editor.spec is not None
+    editor.set_given("occupation", "gender")  # one table per gender, each shaped as before
+    editor.add_category("occupation", "pilot", 0.1)  # a share given is set as given
+    assert editor.share_notes == [
+        "dimension 'occupation' given gender='male': shares sum to 1.1, not 1; "
+        "press Normalize to rescale them",
+        "dimension 'occupation' given gender='female': shares sum to 1.1, not 1; "
+        "press Normalize to rescale them",
+    ]
+
+
+def test_each_problem_is_placed_once_beside_what_it_is_about(editor) -> None:
+    editor.set_share("education", "doctoral degree", 0.13)
+    # the card's note says it; the CLI's text for the same table is only in `message`
+    assert editor.problems == [("education", editor.share_notes[0])]
+    assert "dimensions.1: dimension 'education': shares must sum to 1" in editor.message
+    editor.normalize()
+    editor.add_dimension("bad name", {"x": 1})
+    assert editor.problems == [
+        ("bad name", "name: must be letters, digits and _, not starting with a digit, got "
+         "'bad name'")
+    ]  # fmt: skip
+    editor.remove_dimension("bad name")
+    editor.persona_template = "You are {schooling}."
+    assert editor.problems == [
+        ("", "persona_template uses unknown dimensions ['schooling']; known: "
+         "['education', 'gender']")
+    ]  # fmt: skip
+    empty = PopulationEditor()
+    assert empty.problems == [("", "dimensions: needs at least 1 dimension; add one")]
+    assert empty.message == "population spec: dimensions: needs at least 1 dimension; add one"
+
+
+def test_a_refused_agents_or_seed_says_why_beside_its_box_and_starts_nothing(editor) -> None:
+    from workbench.ui.launch_settings import LaunchSettings
+
+    settings = LaunchSettings.for_editor(editor)
+    editor.type_value("n", 120)
+    assert editor.n == 120 and settings.n_agents == 120 and editor.message == ""
+    editor.type_value("n", -5)  # the box keeps -5; the run keeps 120 but will not start
+    fix = "Agents: must be at least 1, got -5; type how many agents to play, 1 to 100,000,000"
+    assert editor.n == 120 and editor.refused == {"n": -5}
+    assert editor.problems == [(":n", fix)] and editor.message == fix
+    with pytest.raises(ConfigError, match="Agents: must be at least 1, got -5"):
+        settings.config()
+    editor.type_value("seed", -1)
+    assert (":seed", "Seed: must be at least 0, got -1; type a whole number, 0 or more") in (
+        editor.problems
+    )
+    editor.type_value("n", 30)
+    editor.seed = 7  # set by code (an opened config, the preview's Regenerate): valid again
+    assert editor.refused == {} and editor.problems == [] and settings.config().n_agents == 30
+    view = editor.__panel__()
+    view.get_root()
+    boxes = {w.label: w for w in view.select(IntInput)}
+    assert boxes["Agents"].start is None  # no bounds in the box to snap -5 back
+    boxes["Agents"].value = 0
+    assert editor.n == 30 and "Agents: must be at least 1, got 0" in _texts(view)
+    assert "the run on the Run tab plays them" in boxes["Agents"].description
 
 
 def test_n_zero_gives_a_message_and_no_table(editor) -> None:
@@ -117,6 +212,28 @@ def test_n_zero_gives_a_message_and_no_table(editor) -> None:
     view = preview.__panel__()
     view.get_root()
     assert not _find(view, _Tabulator) and "n must be >= 1, got 0" in _texts(view)
+
+
+def test_the_page_has_one_pair_of_agents_and_seed_inputs(editor) -> None:
+    """The editor's Agents and Seed set the preview's sample and the run; the preview and
+    the Run tab's form have no inputs of their own for them."""
+    from workbench.ui.launch_settings import LaunchSettings
+
+    preview, settings = PersonaPreview.for_editor(editor), LaunchSettings.for_editor(editor)
+    views = [editor.__panel__(), preview.__panel__(), settings.settings_view()]
+    for view in views:
+        view.get_root()
+    boxes = [w.label for view in views for w in view.select(IntInput)]
+    assert boxes.count("Agents") == 1 and boxes.count("Seed") == 1, boxes
+    assert "N" not in boxes and "N (agents)" not in boxes
+    editor.type_value("n", 1234)
+    editor.type_value("seed", 8)
+    assert "1,234 agents" in _texts(views[1])
+    assert (settings.config().n_agents, settings.config().seed) == (1234, 8)
+    editor.set_share("gender", "male", 0.9)  # the editor says why; the preview does not repeat
+    assert editor.message not in _texts(views[1])
+    alone = LaunchSettings()  # no editor on the page: the form has its own inputs
+    assert {w.label for w in alone.settings_view().select(IntInput)} >= {"Agents", "Seed"}
 
 
 def test_yaml_round_trip_equals_the_file(editor, tmp_path) -> None:

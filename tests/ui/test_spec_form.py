@@ -25,6 +25,7 @@ from workbench.errors import ConfigError
 from workbench.experiment.grid import value_at
 from workbench.ui import PopulationEditor
 from workbench.ui.launch_settings import FORM_FIXED, FORM_SKIP, form_fields
+from workbench.ui.population_page import PLAYED
 from workbench.ui.run_launcher import RunLauncher, quickstart_population
 from workbench.ui.spec_form import applies, spec_fields
 
@@ -178,7 +179,8 @@ def test_the_population_editors_fields_are_the_specs() -> None:
     assert editor.param["sampling"].objects == ["quota", "iid"]
     for name, key in (("n", "n_agents"), ("seed", "seed")):  # the run's own fields
         info = RunConfig.model_fields[key]
-        assert editor.param[name].doc == info.description and getattr(editor, name) == info.default
+        doc = editor.param[name].doc
+        assert doc == f"{info.description}: {PLAYED}" and getattr(editor, name) == info.default
 
 
 def test_the_dimension_cards_carry_dimension_specs_descriptions() -> None:

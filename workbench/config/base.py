@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from fractions import Fraction
-from typing import Any, ClassVar, Self
+from functools import cache
+from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from workbench.errors import ConfigError
 
@@ -41,6 +42,106 @@ def _location(loc: tuple[int | str, ...], union_tags: UnionTags) -> str:
     return ".".join(parts)
 
 
+IDENTIFIER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+"""A name that becomes a column and a template placeholder (a dimension's)."""
+
+RUN_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+"""A name that starts a folder's name (a run's)."""
+
+PATTERN_WORDS = {
+    IDENTIFIER_PATTERN: "must be letters, digits and _, not starting with a digit",
+    RUN_NAME_PATTERN: "must be letters, digits, _ . and -, starting with a letter or digit",
+}
+"""The specs' name patterns in words: what a message says instead of the regular expression."""
+
+KIND_WORDS = {
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "finite_number": "must be a finite number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "string_type": "must be text",
+    "dict_type": "must be a mapping of key: value",
+    "list_type": "must be a list",
+    "missing": "required field is missing; add it",
+    "extra_forbidden": "unknown key; remove it or check its spelling",
+}
+"""pydantic error types whose message needs no context, in the workbench's words."""
+
+
+def _noun(loc: tuple[int | str, ...], count: int) -> str:
+    """What a list or mapping field holds, for a message: `dimensions` holds dimensions."""
+    name = str(loc[-1]) if loc and isinstance(loc[-1], str) else ""
+    if not name.endswith("s") or name.endswith("ss"):
+        return "item" if count == 1 else "items"
+    return name[:-1] if count == 1 else name
+
+
+def plain_message(item: Mapping[str, Any]) -> str:
+    """One pydantic error (`ValidationError.errors()` item) in the workbench's words: what the
+    field must be and, where it helps, the fix; no "Input should", no regular expression."""
+    kind, ctx = item["type"], item.get("ctx") or {}
+    loc = tuple(item.get("loc") or ())
+    if kind in KIND_WORDS:
+        return KIND_WORDS[kind]
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        word, key = {
+            "greater_than_equal": ("at least", "ge"),
+            "greater_than": ("more than", "gt"),
+            "less_than_equal": ("at most", "le"),
+            "less_than": ("less than", "lt"),
+        }[kind]
+        bound = ctx[key]
+        if isinstance(bound, float) and bound.is_integer():
+            bound = int(bound)  # a float field's bound 0.0 reads 0
+        return f"must be {word} {bound}"
+    if kind == "too_short":
+        low = int(ctx.get("min_length", 1))
+        return f"needs at least {low} {_noun(loc, low)}; add {'one' if low == 1 else 'more'}"
+    if kind == "too_long":
+        high = int(ctx.get("max_length", 0))
+        return f"holds at most {high} {_noun(loc, high)}; remove some"
+    if kind == "string_too_short":
+        low = int(ctx.get("min_length", 1))
+        return "must not be empty" if low == 1 else f"needs at least {low} characters"
+    if kind == "string_too_long":
+        return f"holds at most {ctx.get('max_length')} characters; shorten it"
+    if kind == "string_pattern_mismatch":
+        pattern = str(ctx.get("pattern", ""))
+        return PATTERN_WORDS.get(pattern, f"must match the pattern {pattern}")
+    if kind == "literal_error":
+        return f"must be {ctx.get('expected')}"
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        key = str(ctx.get("discriminator", "kind")).strip("'")
+        if kind == "union_tag_not_found":
+            return f"needs its {key}; add a {key} key"
+        return f"{key} must be one of {ctx.get('expected_tags')}, got {ctx.get('tag')!r}"
+    msg = str(item["msg"]).removeprefix("Value error, ")
+    return "must" + msg.removeprefix("Input should") if msg.startswith("Input should") else msg
+
+
+def validation_problems(
+    error: ValidationError, union_tags: UnionTags = frozenset()
+) -> tuple[tuple[str, str], ...]:
+    """Each problem of a ValidationError as (field path `a.b.0.c`, '' for the whole spec;
+    the problem in the workbench's words, with the value that came where it is a scalar)."""
+    problems = []
+    for item in error.errors():
+        msg = plain_message(item)
+        if (
+            item["type"] not in ("missing", "extra_forbidden", "string_too_short")
+            and "input" in item
+            and not isinstance(item["input"], dict | list)
+            and "got" not in msg
+        ):
+            msg = f"{msg}, got {item['input']!r}"
+        problems.append((_location(item["loc"], union_tags), msg))
+    return tuple(dict.fromkeys(problems))
+
+
 def format_validation_error(
     source: str, error: ValidationError, union_tags: UnionTags = frozenset()
 ) -> str:
@@ -49,19 +150,29 @@ def format_validation_error(
     `union_tags` are the location entries a tagged union adds (a spec's `union_tags`); they are
     dropped so the path reads as the keys the user wrote.
     """
-    lines = []
-    for item in error.errors():
-        loc = _location(item["loc"], union_tags)
-        msg = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden":
-            msg = "unknown key; remove it or check its spelling"
-        elif item["type"] == "missing":
-            msg = "required field is missing"
-        elif "input" in item and not isinstance(item["input"], dict | list):
-            msg = f"{msg}, got {item['input']!r}" if "got" not in msg else msg
-        where = f"{source}: {loc}: " if loc else f"{source}: "
-        lines.append(where + msg)
+    return problems_text(source, validation_problems(error, union_tags))
+
+
+def problems_text(source: str, problems: tuple[tuple[str, str], ...]) -> str:
+    """Problems as one line, `source: field.path: message` each, `; `-separated."""
+    lines = [f"{source}: {loc}: {msg}" if loc else f"{source}: {msg}" for loc, msg in problems]
     return "; ".join(dict.fromkeys(lines))
+
+
+@cache
+def _field_adapter(model: type[BaseModel], key: str) -> TypeAdapter[Any]:
+    info = model.model_fields[key]
+    return TypeAdapter(Annotated[(info.annotation, *info.metadata)])  # type: ignore[valid-type]
+
+
+def field_problem(model: type[BaseModel], key: str, value: Any) -> str | None:
+    """Why `value` cannot be `model`'s field `key`, in the words of its spec's messages
+    (`must be at least 1, got -5`); None when it can. For a form checking one field as typed."""
+    try:
+        _field_adapter(model, key).validate_python(value)
+    except ValidationError as exc:
+        return "; ".join(msg for _, msg in validation_problems(exc))
+    return None
 
 
 @contextmanager
@@ -70,7 +181,8 @@ def spec_errors(source: str, union_tags: UnionTags = frozenset()) -> Iterator[No
     try:
         yield
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(source, exc, union_tags)) from None
+        problems = validation_problems(exc, union_tags)
+        raise ConfigError(problems_text(source, problems), problems=problems) from None
 
 
 class StrictModel(BaseModel):

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from workbench.config.base import (
+    IDENTIFIER_PATTERN,
     MAX_FORMAT_WIDTH,
     SHARE_TOLERANCE,
     StrictModel,
@@ -39,7 +40,7 @@ class DimensionSpec(StrictModel):
 
     name: str = Field(
         min_length=1,
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        pattern=IDENTIFIER_PATTERN,
         description="the dimension's name, an identifier (letters, digits, _); it becomes a "
         "persona column and a {placeholder} of the persona template",
     )

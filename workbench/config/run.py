@@ -11,7 +11,13 @@ from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from workbench._files import RESULTS_DIR
 from workbench.config.backend import BackendSpec
-from workbench.config.base import SHARE_TOLERANCE, StrictModel, UnionTags, parse_number
+from workbench.config.base import (
+    RUN_NAME_PATTERN,
+    SHARE_TOLERANCE,
+    StrictModel,
+    UnionTags,
+    parse_number,
+)
 from workbench.config.game import GameSpec
 from workbench.config.html import fields, share, spec_summary, title
 from workbench.config.model import ModelSpec
@@ -85,7 +91,7 @@ class RunConfig(StrictModel):
         "run",
         title="Run name",
         min_length=1,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        pattern=RUN_NAME_PATTERN,
         description=f"the run's name, at most {MAX_NAME_LENGTH} characters (letters, digits, "
         "_ . -, starting with a letter or digit); it starts the bundle's folder name",
     )

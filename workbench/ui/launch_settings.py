@@ -314,12 +314,7 @@ class LaunchSettings(param.Parameterized):
             values = _defaults() | dict(self.values)
             for field in form_fields():
                 self._widgets[field.key] = self._widget(field, values[field.key])
-            who = [
-                pn.widgets.IntInput.from_param(
-                    self.param.n_agents, css_classes=[css_class("n_agents")]
-                ),
-                pn.widgets.IntInput.from_param(self.param.seed, css_classes=[css_class("seed")]),
-            ]
+            who = self._who()
             for field in form_fields():
                 section = field.section
                 if section not in self._sections:
@@ -342,6 +337,20 @@ class LaunchSettings(param.Parameterized):
             files,
             sizing_mode="stretch_width",
         )
+
+    def _who(self) -> list[pn.viewable.Viewable]:
+        """The run's Agents and Seed inputs, for settings alone on a page. Following an editor
+        there are none: the editor's Agents and Seed set them (where the preview shows those
+        agents; one pair of inputs on the page), and the Run tab's line on who plays names
+        them."""
+        if self._editor is not None:
+            return []
+        return [
+            pn.widgets.IntInput.from_param(
+                self.param.n_agents, css_classes=[css_class("n_agents")]
+            ),
+            pn.widgets.IntInput.from_param(self.param.seed, css_classes=[css_class("seed")]),
+        ]
 
     def _on_open(self, _: Any) -> None:
         self._file_action(lambda: f"opened {self.open_config()}")

@@ -25,6 +25,7 @@ from workbench.llm import make_model, sampling_params
 from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
 from workbench.llm.chat_model import ChatModel
 from workbench.population import counts_table, sample_population
+from workbench.ui.controls import MIN_WIDTH, button, row
 from workbench.ui.notices import notice
 from workbench.ui.safe_text import TextTable, html_text, md
 
@@ -76,6 +77,11 @@ class PersonaPreview(pn.viewable.Viewer):
         100, bounds=(0, MAX_AGENTS), allow_refs=True, label="N", doc="agents to sample"
     )
     seed = param.Integer(0, bounds=(0, None), allow_refs=True, label="Seed", doc="sampling seed")
+    own_inputs = param.Boolean(
+        True,
+        doc="show N and Seed inputs; False under an editor (`for_editor`), whose Agents and "
+        "Seed set them: one pair of inputs on the page, and its problems shown there once",
+    )
     page_size = param.Integer(
         20, bounds=(1, 500), doc="rows per page of the table: all the browser ever receives"
     )
@@ -93,7 +99,10 @@ class PersonaPreview(pn.viewable.Viewer):
         doc="a full ModelSpec for the backgrounds, used instead of model and model_name",
     )
     n_backgrounds = param.Integer(
-        3, bounds=(1, 20), label="Agents", doc="how many of the first agents get a background"
+        3,
+        bounds=(1, 20),
+        label="Backgrounds",
+        doc="how many of the first agents get a background (not the run's Agents)",
     )
     personas = param.DataFrame(
         default=None, allow_None=True, doc="output: the sampled agents (None with a message)"
@@ -124,6 +133,7 @@ class PersonaPreview(pn.viewable.Viewer):
             problem=editor.param.message,
             n=editor.param.n,
             seed=editor.param.seed,
+            own_inputs=False,
             **params,
         )
         preview.param.watch(lambda e: setattr(editor, "seed", e.new), "seed")
@@ -229,34 +239,40 @@ class PersonaPreview(pn.viewable.Viewer):
 
     def __panel__(self) -> pn.viewable.Viewable:
         """Sample controls, message, counts, the paged table, cards and the writer."""
-        regenerate = pn.widgets.Button(label="Regenerate with a new seed", variant="outline")
+        regenerate = button("Regenerate with a new seed", "wb-preview-regenerate")
         regenerate.on_click(lambda _: self.regenerate())
-        write = pn.widgets.Button(
-            label="Write backgrounds", color="primary", disabled=self.param.writing
+        write = button(
+            "Write backgrounds", "wb-preview-write", primary=True, disabled=self.param.writing
         )
         write.on_click(self._on_write)  # async: awaited on the event loop, never blocking
         writer = pn.Column(
             pn.pane.Markdown("### LLM-written backgrounds"),
-            pn.Row(
-                pn.widgets.TextInput.from_param(self.param.model),
-                pn.widgets.TextInput.from_param(self.param.model_name),
-                pn.widgets.IntInput.from_param(self.param.n_backgrounds, width=100),
+            row(
+                pn.widgets.TextInput.from_param(self.param.model, width=200),
+                pn.widgets.TextInput.from_param(self.param.model_name, width=200),
+                pn.widgets.IntInput.from_param(self.param.n_backgrounds, width=120),
                 write,
-                align="end",
             ),
             pn.indicators.LoadingSpinner(value=self.param.writing, size=24),
             pn.bind(_note, self.param.writer_message, self.param.writer_failed),
             pn.bind(_background_cards, self.param.backgrounds),
+            sizing_mode="stretch_width",
         )
-        return pn.Column(
-            pn.Row(
+        inputs = (
+            [
                 pn.widgets.IntInput.from_param(self.param.n, width=160),
                 pn.widgets.IntInput.from_param(self.param.seed, width=120),
-                regenerate,
-                align="end",
-            ),
+            ]
+            if self.own_inputs
+            else []
+        )
+        return pn.Column(
+            row(*inputs, regenerate),
             pn.bind(self._sample_view, self.param.personas, self.param.message),
             writer,
+            sizing_mode="stretch_width",
+            min_width=MIN_WIDTH,  # not its tables' width: they scroll inside it
+            css_classes=["wb-preview"],
         )
 
     async def _on_write(self, _: Any) -> None:
@@ -264,9 +280,16 @@ class PersonaPreview(pn.viewable.Viewer):
 
     def _sample_view(self, personas: pd.DataFrame | None, message: str) -> pn.viewable.Viewable:
         if personas is None:
+            if self.spec is None and not self.own_inputs:  # the editor shows why, once
+                return notice("No agents to show until the population's problems are fixed.")
             return notice(md(message), "danger")
         counts = TextTable(
-            self.counts, disabled=True, show_index=False, pagination="remote", page_size=50
+            self.counts,
+            disabled=True,
+            show_index=False,
+            pagination="remote",
+            page_size=50,
+            sizing_mode="stretch_width",
         )
         cards = [
             pn.Card(
@@ -283,6 +306,7 @@ class PersonaPreview(pn.viewable.Viewer):
             pn.pane.Markdown("### Agents"),
             self.table(),
             pn.FlexBox(*cards),
+            sizing_mode="stretch_width",
         )
 
 

@@ -2,9 +2,12 @@
 
 The editor holds the spec as plain data (`dimensions`, a list of {name, given, shares}) that its
 methods change; every change is validated by the same path the CLI reads files with
-(`workbench.config.validate`), so the message shown inline is the CLI's `ConfigError` text, and
-`spec` is the current valid spec or None. Shares that do not sum to 1 are named with their sum
-and a Normalize action (or kept normalized as they are typed, with `auto_normalize`).
+(`workbench.config.validate`), so `message` is the CLI's `ConfigError` text, and `spec` is the
+current valid spec or None. The page shows each problem once, beside what it is about
+(`problems`): a dimension's in its card, the spec's at the top, a refused Agents or Seed beside
+its box. Shares that do not sum to 1 are named with their sum and a Normalize action (or kept
+normalized as they are typed, with `auto_normalize`); the table arithmetic is `share_tables`'.
+Agents and Seed are the run's: the preview samples these agents and the Run tab plays them.
 """
 
 from __future__ import annotations
@@ -20,10 +23,9 @@ import param
 
 from workbench.config import (
     MAX_AGENTS,
-    SHARE_TOLERANCE,
-    DimensionSpec,
     PopulationSpec,
     RunConfig,
+    field_problem,
     read_yaml,
     save_yaml,
     to_yaml,
@@ -31,20 +33,30 @@ from workbench.config import (
 )
 from workbench.config.base import share_table
 from workbench.errors import ConfigError
-from workbench.ui.notices import notice
-from workbench.ui.safe_text import html_text, md
-from workbench.ui.spec_form import spec_field, spec_param, with_tooltip
+from workbench.ui.population_page import FILES, NO_PARENT, PLAYED, TOP, Problem, editor_view
+from workbench.ui.share_tables import (
+    add_to_table,
+    equal_split,
+    normalized,
+    rescale_others,
+    table_note,
+    tables,
+    where,
+)
+from workbench.ui.share_tables import categories as _categories
+from workbench.ui.spec_form import spec_field, spec_param
 from workbench.ui.workspace import inside, workspace_param, yaml_target
 
 __all__ = ["NO_PARENT", "PopulationEditor"]
 
-NO_PARENT = "(none)"
-"""The `given` choice of an unconditional dimension in the page."""
+RUN_FIELDS = {"n": "n_agents", "seed": "seed"}
+"""The editor's params that are RunConfig fields, checked as typed by the spec's own rules."""
 
-DIMENSION = {key: spec_field(DimensionSpec, key) for key in ("name", "given", "shares")}
-"""DimensionSpec's fields: the dimension cards' labels and tooltips are theirs."""
-
-Table = dict[str, float]
+FIXES = {
+    "n": f"type how many agents to play, 1 to {MAX_AGENTS:,}",
+    "seed": "type a whole number, 0 or more",
+}
+"""The fix a refused Agents or Seed names."""
 
 
 class PopulationEditor(pn.viewable.Viewer):
@@ -61,9 +73,26 @@ class PopulationEditor(pn.viewable.Viewer):
         " or with given a parent dimension {parent category: {category: share}}; change it "
         "through the methods (add_dimension, set_share, ...) so each change is validated",
     )
-    # 0 agents is allowed in the box, so that config() refuses it with the CLI's message
-    n = spec_param(RunConfig, "n_agents", label="N (agents)", bounds=(0, MAX_AGENTS))
-    seed = spec_param(RunConfig, "seed", label="Seed")
+    # bounds wide enough for a bound preview or launcher to refuse 0 with the CLI's message;
+    # the page's box sets these only with values the spec takes (`type_value`)
+    n = spec_param(
+        RunConfig,
+        "n_agents",
+        label="Agents",
+        bounds=(0, MAX_AGENTS),
+        doc=f"{spec_field(RunConfig, 'n_agents').description}: {PLAYED}",
+    )
+    seed = spec_param(
+        RunConfig,
+        "seed",
+        label="Seed",
+        doc=f"{spec_field(RunConfig, 'seed').description}: {PLAYED}",
+    )
+    refused = param.Dict(
+        default={},
+        doc="the Agents (n) or Seed typed in the page that the run cannot take, by param; "
+        "n and seed keep their last valid value, and `message` says why",
+    )
     auto_normalize = param.Boolean(
         False,
         label="Keep shares normalized",
@@ -86,19 +115,32 @@ class PopulationEditor(pn.viewable.Viewer):
         doc="output: the current valid PopulationSpec, or None while `message` says why not",
     )
     message = param.String(
-        "", doc="output: the ConfigError text of the current edits ('' when the spec is valid)"
+        "",
+        doc="output: why the edits cannot run ('' when they can): the spec's ConfigError text "
+        "(the CLI's), then a refused Agents or Seed",
     )
     share_notes = param.List(
         default=[],
         item_type=str,
         doc="output: one line per share table that does not sum to 1, with its sum and the fix",
     )
+    problems = param.List(
+        default=[],
+        item_type=tuple,
+        doc="output: each problem once as (place, text), where the page shows it: '' the top, "
+        "a dimension's name its card, ':n' and ':seed' beside those boxes",
+    )
     action_message = param.String(
         "", doc="output: the outcome of the last load, save or edit action (errors included)"
     )
+    action_place = param.String(
+        TOP, doc="output: where the page shows action_message (a place as in `problems`)"
+    )
+    action_failed = param.Boolean(False, doc="output: action_message is an error")
 
     def __init__(self, spec: PopulationSpec | None = None, **params: Any) -> None:
         super().__init__(**params)
+        self.param.watch(self._set_from_code, list(RUN_FIELDS))
         if spec is not None:
             self.set_spec(spec)
 
@@ -182,9 +224,9 @@ class PopulationEditor(pn.viewable.Viewer):
     def add_dimension(
         self, name: str, shares: Mapping[str, float] | None = None, given: str | None = None
     ) -> None:
-        """Add a dimension (last) with `shares` ({category: share}; none: no categories yet);
-        `given` makes it conditional on an earlier dimension, each parent category starting
-        from the same shares."""
+        """Add a dimension (last) with `shares` ({category: share}; none: no categories yet,
+        each category added then splits it equally); `given` makes it conditional on an
+        earlier dimension, each parent category starting from the same shares."""
         name = name.strip()
         if not name:
             raise ConfigError("add dimension: type a name first")
@@ -207,9 +249,14 @@ class PopulationEditor(pn.viewable.Viewer):
             )
         self._commit([d for d in self._copy() if d["name"] != name])
 
-    def add_category(self, dimension: str, category: str, share: float = 0.0) -> None:
-        """Add a category (to every table of a conditional dimension); dimensions given this one
-        get a table for it, with equal shares."""
+    def add_category(self, dimension: str, category: str, share: float | None = None) -> None:
+        """Add a category to every table of a dimension; dimensions given this one get a table
+        for it, with equal shares.
+
+        With no `share`, a table that is empty or still all-equal is split equally again over
+        its categories and the new one (a new dimension's categories come at equal shares, and
+        the spec stays valid); a table whose shares the person has shaped keeps them, and the
+        new category starts at 0 for them to give it a share. A `share` is set as given."""
         category = category.strip()
         if not category:
             raise ConfigError(f"dimension {dimension!r}: type a category name first")
@@ -217,12 +264,11 @@ class PopulationEditor(pn.viewable.Viewer):
         dim = _named(dims, dimension)
         if category in _categories(dim):
             raise ConfigError(f"dimension {dimension!r}: category {category!r} exists already")
-        for table in _tables(dim).values():
-            table[category] = float(share)
+        for table in tables(dim).values():
+            add_to_table(table, category, share)
         for child in dims:
             if child.get("given") == dimension:
-                cats = _categories(child)
-                child["shares"][category] = {c: 1 / len(cats) for c in cats} if cats else {}
+                child["shares"][category] = equal_split(_categories(child))
         self._commit(dims)
 
     def remove_category(self, dimension: str, category: str) -> None:
@@ -231,7 +277,7 @@ class PopulationEditor(pn.viewable.Viewer):
         dim = _named(dims, dimension)
         if category not in _categories(dim):
             raise ConfigError(f"dimension {dimension!r} has no category {category!r}")
-        for table in _tables(dim).values():
+        for table in tables(dim).values():
             table.pop(category, None)
         for child in dims:
             if child.get("given") == dimension:
@@ -245,16 +291,16 @@ class PopulationEditor(pn.viewable.Viewer):
         `auto_normalize` the table's other shares are rescaled so the table sums to 1."""
         dims = self._copy()
         dim = _named(dims, dimension)
-        tables = _tables(dim)
+        by_parent = tables(dim)
         key = parent if dim.get("given") is not None else ""
-        if key not in tables:
+        if key not in by_parent:
             if dim.get("given") is not None:
                 raise ConfigError(
                     f"dimension {dimension!r} is given {dim['given']!r}: name the parent "
-                    f"category, one of {list(tables)}"
+                    f"category, one of {list(by_parent)}"
                 )
             raise ConfigError(f"dimension {dimension!r} is not conditional: give no parent")
-        table = tables[key]
+        table = by_parent[key]
         if category not in table:
             raise ConfigError(f"dimension {dimension!r} has no category {category!r}")
         share = float(share)
@@ -263,7 +309,7 @@ class PopulationEditor(pn.viewable.Viewer):
                 raise ConfigError(
                     f"dimension {dimension!r}: share of {category!r} must be in [0, 1], got {share}"
                 )
-            _rescale_others(table, category, share)
+            rescale_others(table, category, share)
         else:
             table[category] = share
         self._commit(dims)
@@ -275,9 +321,9 @@ class PopulationEditor(pn.viewable.Viewer):
         dim = _named(dims, dimension)
         if given == dim.get("given"):
             return
-        tables = list(_tables(dim).values())
+        every = list(tables(dim).values())
         cats = _categories(dim)
-        mean = {c: sum(t.get(c, 0.0) for t in tables) / max(len(tables), 1) for c in cats}
+        mean = {c: sum(t.get(c, 0.0) for t in every) / max(len(every), 1) for c in cats}
         if given is None:
             dim["given"], dim["shares"] = None, mean
         else:
@@ -293,60 +339,74 @@ class PopulationEditor(pn.viewable.Viewer):
         self._commit(dims)
 
     def normalize(self, dimension: str | None = None) -> None:
-        """Rescale each share table (of `dimension`, or all) to sum to 1; ConfigError naming a
-        table that cannot be (all shares 0, or a negative share)."""
+        """Rescale each share table (of `dimension`, or all) to sum to 1; a table whose shares
+        are all 0 is split equally. ConfigError naming a table that cannot be (a negative
+        share), and nothing changes."""
         dims = self._copy()
+        if dimension is not None:
+            _named(dims, dimension)
         for dim in dims:
             if dimension is not None and dim["name"] != dimension:
                 continue
-            for parent, table in _tables(dim).items():
-                where = _where(dim, parent)
-                negative = [c for c, s in table.items() if s < 0]
-                if negative:
-                    raise ConfigError(
-                        f"{where}: cannot normalize: share of {negative[0]!r} is negative"
-                    )
-                total = sum(table.values())
-                if total <= 0:
-                    raise ConfigError(
-                        f"{where}: cannot normalize: the shares sum to 0; give at least one "
-                        "category a share above 0"
-                    )
-                for category in table:
-                    table[category] = _tidy(table[category] / total)
-        if dimension is not None:
-            _named(dims, dimension)
+            for parent, table in tables(dim).items():
+                try:
+                    table.update(normalized(table))
+                except ValueError as exc:
+                    raise ConfigError(f"{where(dim, parent)}: cannot normalize: {exc}") from None
         self._commit(dims)
+
+    def type_value(self, name: str, value: Any) -> None:
+        """Agents (`n`) or Seed as typed in the page: a value the run takes (RunConfig's rules)
+        becomes `n`/`seed`; another is kept in `refused`, so `message` (and the page, beside
+        the box) says why and what to type, and `n`/`seed` keep their last valid value."""
+        problem = field_problem(RunConfig, RUN_FIELDS[name], value)
+        refused = {k: v for k, v in self.refused.items() if k != name}
+        with param.parameterized.batch_call_watchers(self):
+            if problem is None:
+                setattr(self, name, value)
+            else:
+                refused[name] = value
+            self.refused = refused
+
+    def _set_from_code(self, event: param.parameterized.Event) -> None:
+        """A valid value set (opened config, regenerated preview) replaces a refused one."""
+        if event.name in self.refused:
+            self.refused = {k: v for k, v in self.refused.items() if k != event.name}
 
     # ---- validation -------------------------------------------------------------------------
 
     @param.depends(
         "dimensions", "population_name", "description", "sampling", "persona_template",
-        watch=True, on_init=True,
+        "refused", watch=True, on_init=True,
     )  # fmt: skip
     def _validate(self) -> None:
-        """Validate the edits as the CLI validates a file; set spec, message and share notes."""
-        notes = []
+        """Validate the edits as the CLI validates a file; set spec, message, share notes and
+        the problems, each once, at its place in the page."""
+        notes: list[str] = []
+        problems: list[Problem] = []
         for dim in self.dimensions:
-            for parent, table in _tables(dim).items():
-                total = sum(table.values())
-                if table and abs(total - 1) > SHARE_TOLERANCE:
-                    fix = (
-                        "press Normalize to rescale them"
-                        if total > 0 and min(table.values()) >= 0
-                        else "they cannot be normalized: give a category a share above 0"
-                        if total <= 0
-                        else "they cannot be normalized: a share is negative"
-                    )
-                    notes.append(f"{_where(dim, parent)}: shares sum to {total:.4g}, not 1; {fix}")
+            for parent, table in tables(dim).items():
+                note = table_note(dim, parent, table)
+                if note is not None:
+                    notes.append(note)
+                    problems.append((dim["name"], note))
         try:
             spec = validate(PopulationSpec, self.data(), self.source)
-            message = ""
+            texts = []
         except ConfigError as exc:
-            spec, message = None, str(exc)
+            spec, texts = None, [str(exc)]
+            noted = {place for place, _ in problems}
+            problems += _placed(exc, self.dimensions, noted)
+        for name, value in self.refused.items():
+            label = self.param[name].label
+            problem = field_problem(RunConfig, RUN_FIELDS[name], value)
+            text = f"{label}: {problem}; {FIXES[name]}"
+            texts.append(text)
+            problems.append((f":{name}", text))
         with param.parameterized.batch_call_watchers(self):
             self.share_notes = notes
-            self.message = message
+            self.problems = problems
+            self.message = "; ".join(texts)
             self.spec = spec
 
     def _copy(self) -> list[dict[str, Any]]:
@@ -358,175 +418,55 @@ class PopulationEditor(pn.viewable.Viewer):
     def _find(self, name: str) -> dict[str, Any]:
         return _named(self.dimensions, name)
 
-    def _act(self, action: Callable[..., Any], *args: Any) -> None:
-        """Run an edit for a widget: its ConfigError goes to `action_message`, not a traceback."""
-        self.action_message = ""
+    def _act(self, action: Callable[..., Any], *args: Any, place: str = TOP) -> None:
+        """Run an edit for a widget: its ConfigError goes to `action_message`, shown at
+        `place` (where the widget is), not a traceback."""
+        self._say("", TOP)
         try:
             action(*args)
         except ConfigError as exc:
-            self.action_message = str(exc)
+            self._say(str(exc), place, failed=True)
+
+    def _say(self, text: str, place: str, failed: bool = False) -> None:
+        with param.parameterized.batch_call_watchers(self):
+            self.action_message, self.action_place, self.action_failed = text, place, failed
 
     # ---- the page ---------------------------------------------------------------------------
 
     def __panel__(self) -> pn.viewable.Viewable:
-        """The editor's layout: settings, one card per dimension, files, and the messages."""
-        settings = pn.Column(
-            pn.widgets.TextInput.from_param(self.param.population_name),
-            pn.widgets.TextInput.from_param(self.param.description),
-            pn.Row(
-                pn.widgets.IntInput.from_param(self.param.n, width=160),
-                pn.widgets.IntInput.from_param(self.param.seed, width=120),
-                pn.widgets.Select.from_param(self.param.sampling, width=120),
-            ),
-            pn.widgets.TextInput.from_param(self.param.persona_template),
-            with_tooltip(
-                pn.widgets.Checkbox.from_param(self.param.auto_normalize),
-                str(self.param.auto_normalize.doc),
-            ),
-        )
-        new_dimension = pn.widgets.TextInput(
-            label="New dimension",
-            placeholder="e.g. occupation",
-            description=DIMENSION["name"].description,
-        )
-        add = pn.widgets.Button(label="Add dimension", color="primary")
-        add.on_click(lambda _: self._act(self.add_dimension, new_dimension.value))
-        normalize_all = pn.widgets.Button(label="Normalize all shares", variant="outline")
-        normalize_all.on_click(lambda _: self._act(self.normalize))
-        path = pn.widgets.TextInput.from_param(self.param.path, placeholder="population.yaml")
-        load = pn.widgets.Button(label="Load", variant="outline")
-        load.on_click(lambda _: self._act(self.load))
-        save = pn.widgets.Button(label="Save", variant="outline")
-        save.on_click(lambda _: self._act(self._save_action))
-        download = pn.widgets.FileDownload(
-            callback=self._download, filename="population.yaml", label="Download YAML"
-        )
-        return pn.Column(
-            settings,
-            pn.Row(new_dimension, add, normalize_all, align="end"),
-            _Cards(self).column,
-            pn.Row(path, load, save, download, align="end"),
-            pn.bind(_messages, self.param.message, self.param.share_notes),
-            pn.bind(_action_note, self.param.action_message),
-        )
+        """The editor's page (`population_page.editor_view`)."""
+        return editor_view(self)
 
     def _save_action(self) -> None:
+        if self.spec is None:
+            raise ConfigError("cannot save while the spec has problems; they are marked above")
         written = self.save()
-        self.action_message = f"saved to {written}"
+        self._say(f"saved to {written}", FILES)
 
     def _download(self) -> io.StringIO:
         try:
             return io.StringIO(self.yaml_text())
         except ConfigError as exc:
-            self.action_message = str(exc)
+            self._say(str(exc), FILES, failed=True)
             return io.StringIO(f"# {exc}\n")
 
-    def _dimension_card(
-        self, dim: dict[str, Any], earlier: list[str], boxes: dict[tuple[str, str, str], Any]
-    ) -> pn.Card:
-        """A dimension's card: given, a number per share (kept in `boxes` by (dimension,
-        parent, category)), add/remove categories, normalize, remove."""
-        name = dim["name"]
-        given = pn.widgets.Select(
-            label=DIMENSION["given"].label,
-            description=DIMENSION["given"].description,
-            options=[NO_PARENT, *earlier],
-            value=dim.get("given") or NO_PARENT,
-        )
-        given.param.watch(
-            lambda e: self._act(self.set_given, name, None if e.new == NO_PARENT else e.new),
-            "value",
-        )
-        rows = []
-        for parent, table in _tables(dim).items():
-            inputs = []
-            for category, share in table.items():
-                box = pn.widgets.FloatInput(
-                    label=category,
-                    value=share,
-                    step=0.01,
-                    start=0.0,
-                    end=1.0,
-                    width=140,
-                    description=DIMENSION["shares"].description,
-                )
-                box.param.watch(
-                    lambda e, c=category, p=parent: self._act(
-                        self.set_share, name, c, e.new, p or None
-                    ),
-                    "value",
-                )
-                boxes[(name, parent, category)] = box
-                inputs.append(box)
-            if parent:
-                heading = f"**{md(dim['given'])} = {md(parent)}**"
-                rows.append(pn.pane.Markdown(heading, margin=(0, 5)))
-            rows.append(pn.FlexBox(*inputs))
-        new_category = pn.widgets.TextInput(label="New category", width=200)
-        add = pn.widgets.Button(label="Add category", variant="outline")
-        add.on_click(lambda _: self._act(self.add_category, name, new_category.value))
-        drop = pn.widgets.Select(label="Category", options=_categories(dim), width=200)
-        remove = pn.widgets.Button(label="Remove category", variant="outline")
-        remove.on_click(lambda _: self._act(self.remove_category, name, drop.value))
-        normalize = pn.widgets.Button(label="Normalize", variant="outline")
-        normalize.on_click(lambda _: self._act(self.normalize, name))
-        remove_dim = pn.widgets.Button(label="Remove dimension", color="danger", variant="outline")
-        remove_dim.on_click(lambda _: self._act(self.remove_dimension, name))
-        return pn.Card(
-            given,
-            *rows,
-            pn.Row(new_category, add, drop, remove, align="end"),
-            pn.Row(normalize, remove_dim),
-            title=html_text(name),
-            sizing_mode="stretch_width",
-        )
 
-
-class _Cards:
-    """The dimension cards of one editor view. A change of shares only sets the numbers in
-    the inputs already drawn; the cards are drawn again only when the dimensions, their
-    categories or their `given` change. (Drawing them again on every share would replace the
-    input a person is typing into, losing what they type next.)"""
-
-    def __init__(self, editor: PopulationEditor) -> None:
-        self.editor = editor
-        self.column = pn.Column(sizing_mode="stretch_width")
-        self.boxes: dict[tuple[str, str, str], Any] = {}
-        self.shape: Any = None
-        self.draw(editor.dimensions)
-        editor.param.watch(lambda e: self.draw(e.new), "dimensions")
-
-    def draw(self, dimensions: list[dict[str, Any]]) -> None:
-        shape = [
-            (d["name"], d.get("given"), [(p, list(t)) for p, t in _tables(d).items()])
-            for d in dimensions
-        ]
-        if shape == self.shape:
-            for dim in dimensions:
-                for parent, table in _tables(dim).items():
-                    for category, share in table.items():
-                        box = self.boxes[(dim["name"], parent, category)]
-                        if box.value != share:
-                            box.value = share  # its watcher sets the share it already has
-            return
-        self.shape, self.boxes = shape, {}
-        names = [d["name"] for d in dimensions]
-        self.column.objects = [
-            self.editor._dimension_card(dim, names[:i], self.boxes)
-            for i, dim in enumerate(dimensions)
-        ]
-
-
-def _messages(message: str, notes: list[str]) -> pn.viewable.Viewable:
-    """The validation message and share notes, or a line saying the spec is valid."""
-    if not message and not notes:
-        return notice("The spec is valid.", "success")
-    lines = [f"- {md(note)}" for note in notes] + ([f"**{md(message)}**"] if message else [])
-    return notice("\n".join(lines), "danger")
-
-
-def _action_note(message: str) -> pn.viewable.Viewable:
-    return pn.pane.Markdown(md(message), visible=bool(message))
+def _placed(exc: ConfigError, dims: list[dict[str, Any]], noted: set[str]) -> list[Problem]:
+    """A ConfigError's problems at their places: one of `dimensions.<i>` in that dimension's
+    card (less its path; not where the card's share notes already say it), the rest at the
+    top with their field path."""
+    placed: list[Problem] = []
+    for loc, text in exc.problems or ((TOP, str(exc)),):
+        parts = loc.split(".")
+        if parts[0] == "dimensions" and len(parts) > 1 and parts[1].isdigit():
+            index = int(parts[1])
+            if index < len(dims):
+                name, rest = dims[index]["name"], ".".join(parts[2:])
+                if not (rest == "" and name in noted):
+                    placed.append((name, f"{rest}: {text}" if rest else text))
+                continue
+        placed.append((TOP, f"{loc}: {text}" if loc else text))
+    return placed
 
 
 def _editable_dimension(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
@@ -552,45 +492,3 @@ def _named(dims: list[dict[str, Any]], name: str) -> dict[str, Any]:
         if dim["name"] == name:
             return dim
     raise ConfigError(f"unknown dimension {name!r}; known: {[d['name'] for d in dims]}")
-
-
-def _tables(dim: dict[str, Any]) -> dict[str, Table]:
-    """A dimension's share tables by parent category ('' for an unconditional dimension)."""
-    if dim.get("given") is None:
-        return {"": dim["shares"]}
-    return dim["shares"]
-
-
-def _categories(dim: dict[str, Any]) -> list[str]:
-    seen: dict[str, None] = {}
-    for table in _tables(dim).values():
-        seen.update(dict.fromkeys(table))
-    return list(seen)
-
-
-def _where(dim: dict[str, Any], parent: str) -> str:
-    suffix = f" given {dim['given']}={parent!r}" if parent else ""
-    return f"dimension {dim['name']!r}{suffix}"
-
-
-SHARE_DIGITS = 12
-"""Decimals a computed share keeps: 0.4 * 0.2 / 0.8 is 0.1, not 0.09999999999999999 in the
-share's input box; the shares still sum to 1 within 1e-11."""
-
-
-def _tidy(share: float) -> float:
-    """A computed share rounded to SHARE_DIGITS decimals."""
-    return round(share, SHARE_DIGITS)
-
-
-def _rescale_others(table: Table, category: str, share: float) -> None:
-    """Set `category` to `share` and scale the other shares so the table sums to 1."""
-    others = [c for c in table if c != category]
-    if not others:
-        table[category] = 1.0
-        return
-    rest = 1.0 - share
-    total = sum(table[c] for c in others)
-    for c in others:
-        table[c] = _tidy(rest * table[c] / total if total > 0 else rest / len(others))
-    table[category] = share
