@@ -58,6 +58,7 @@ from workbench.ui.run_tables import (
     shard_table,
 )
 from workbench.ui.safe_text import TextTable, md
+from workbench.ui.workspace import shown_path
 from workbench.viz import plots
 
 __all__ = ["CSS", "LaunchSettings", "RunLauncher", "quickstart_population"]
@@ -514,7 +515,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
     def _status_line(status: str, done: int, total: int, bundle: str | None) -> str:
         if not status:
             return "no run yet: choose the settings below and press **Run**"
-        where = f" · bundle {md(bundle)}" if bundle else ""
+        where = f" · bundle {md(shown_path(bundle))}" if bundle else ""
         return f"**{md(status)}** · rounds {done} / {total}{where}"
 
     def _result_view(
