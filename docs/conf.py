@@ -3,9 +3,10 @@
 Sphinx with the PyData theme and MyST, as HoloViz and Jupyter do. The reference pages under
 `reference/` are generated at build time from the code (`_ext/`): the config reference from the
 pydantic specs, the CLI from its own help, the environment variables from the code that reads
-them, the bundle format from `workbench/results/layout.py`. The notebooks are rendered with the
-outputs of the test suite's run of them (`build/executed-notebooks/`, written by
-notebooks/conftest.py), or as stored when there is none: the docs build never executes them.
+them, the bundle format from `workbench/results/layout.py`. The notebooks are rendered with
+their outputs from `build/executed-notebooks/`: the test suite's run of them (written by
+notebooks/conftest.py), or, where there is none with their cells, the build's own run of them
+(`-D workbench_execute_notebooks=0` renders those as stored instead).
 """
 
 from __future__ import annotations
@@ -31,8 +32,12 @@ source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtex
 exclude_patterns = ["_build", "_ext", "Thumbs.db", ".DS_Store", "README.md"]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
+# no smart quotes: docutils would print `--estimate` outside code as an en dash and quotes as
+# curly ones, which a reader cannot paste into a shell
+smartquotes = False
 
-# notebooks: rendered with the test run's outputs, or as stored; never executed here
+# notebooks: myst-nb never executes them; the extension (_ext/workbench_docs/notebooks.py)
+# copies in each one's executed copy, running the notebook first when it has none
 nb_execution_mode = "off"
 nb_merge_streams = True
 # HoloViews' and Panel's own output types (vnd.holoviews_load/exec) need their JupyterLab

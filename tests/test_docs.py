@@ -7,6 +7,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
@@ -99,3 +101,90 @@ def test_the_tutorials_show_the_outputs_of_the_test_runs_notebooks(tmp_path: Pat
     assert (site / "good.ipynb").read_bytes() == (executed / "good.ipynb").read_bytes()
     _notebook(good, "print('edited since its run')", "6 * 7")
     assert rendered_from(good, executed) == good  # other code: never its old outputs
+
+
+def _ext(module: str):
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        return __import__(f"workbench_docs.{module}", fromlist=["_"])
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+
+
+def test_the_cli_reference_lists_every_command_of_the_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The generated page has a section, with its help, for every command and subcommand
+    registered on the CLI's typer app (typer may build its click tree with its own copy of
+    click: the walk must not care), and the build is told of any it misses."""
+    from workbench.cli import app
+
+    cli = _ext("cli_reference")
+    warnings: list[str] = []
+    text = cli.page(warnings.append)
+    assert warnings == []
+    on_page = re.findall(r"^#+ `(workbench[^`]*)`$", text, flags=re.M)
+    assert sorted(on_page) == sorted(["workbench", *cli.registered(app)])
+    assert len(on_page) >= 26  # 8 commands and groups, 17 subcommands when this was written
+    some = ("run", "bundles show", "bench noise", "runs follow", "personas sample", "dashboard")
+    for name in (f"workbench {command}" for command in some):
+        assert name in on_page
+        section = text.split(f"`{name}`\n", 1)[1].split("\n#", 1)[0]
+        assert f"Usage: {name} " in section  # its own help, not its parent's
+    # a walk that stops at the root (as `isinstance(command, click.Group)` did, typer's click
+    # not being click) is a build warning naming what the page lacks
+    monkeypatch.setattr(cli, "is_group", lambda command: False)
+    cli.page(warnings.append)
+    (told,) = warnings
+    assert "missed workbench bench" in told and "workbench runs follow" in told
+
+
+def test_the_docs_keep_double_dashes_literal() -> None:
+    """`--estimate` must paste as two hyphens: Sphinx's smart quotes would turn `--` outside
+    code into an en dash, so they are off; and no page spells a flag with a typed dash."""
+    import runpy
+
+    conf = runpy.run_path(str(DOCS / "conf.py"))
+    assert conf.get("smartquotes") is False
+    pages = [*DOCS.rglob("*.md"), ROOT / "README.md"]
+    pages = [p for p in pages if "_build" not in p.parts and "generated" not in p.parts]
+    dashes = re.compile(r"[\u2012-\u2015\u2212]{1,2}[a-z][a-z-]+")  # figure, en, em dashes, minus
+    typed = [f"{p.relative_to(ROOT)}: {m.group(0)!r}" for p in pages
+             for m in dashes.finditer(p.read_text())]  # fmt: skip
+    assert typed == [], "write flags with ASCII hyphens"
+
+
+def test_the_build_executes_each_notebook_without_a_matching_executed_copy(
+    tmp_path: Path,
+) -> None:
+    """A fresh docs build runs each notebook that has no executed copy with its cells (in a
+    kernel of this Python, in the notebook's folder), keeps it for the next build, and never
+    runs one twice; a notebook that fails is told and rendered as stored."""
+    import nbformat
+
+    nb = _ext("notebooks")
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    (folder / "data.txt").write_text("read from the notebook's folder")
+    fresh = _notebook(folder / "a.ipynb", "import sys; print(sys.executable)",
+                      "print(open('data.txt').read())")  # fmt: skip
+    failing = _notebook(folder / "b.ipynb", "1 / 0")
+    kept = _notebook(folder / "c.ipynb", "print('ran before')")
+    executed = tmp_path / "executed"
+    executed.mkdir()
+    (executed / "c.ipynb").write_bytes(kept.read_bytes())  # a copy with its cells: reused
+
+    logged: list[str] = []
+    warned: list[str] = []
+    ran = nb.execute_missing([fresh, failing, kept], executed, logged.append, warned.append)
+    assert ran == ["a.ipynb"]
+    assert sorted(p.name for p in executed.iterdir()) == ["a.ipynb", "c.ipynb"]
+    (where, data) = (c.outputs for c in nbformat.read(executed / "a.ipynb", 4).cells
+                     if c.cell_type == "code")  # fmt: skip
+    assert Path(where[0]["text"].strip()) == Path(sys.executable)
+    assert data[0]["text"] == "read from the notebook's folder\n"
+    (message,) = warned
+    assert message.startswith("b.ipynb failed to run") and "ZeroDivisionError" in message
+    assert "\x1b" not in message  # the traceback's terminal colours left out
+    assert nb.copy_notebooks(folder, tmp_path / "site", executed) == {
+        "a.ipynb": True, "b.ipynb": False, "c.ipynb": True}  # fmt: skip
+    # the next build runs nothing that ran whole
+    assert nb.execute_missing([fresh, kept], executed, logged.append, warned.append) == []

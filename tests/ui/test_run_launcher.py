@@ -29,6 +29,7 @@ from workbench.runs.records import LAUNCHES_DIR
 from workbench.runs.status import wait_for
 from workbench.ui import PopulationEditor
 from workbench.ui.run_launcher import CSS, RunLauncher, quickstart_population
+from workbench.ui.workspace import shown_path
 
 EDUCATION_YAML = Path(__file__).resolve().parents[2] / "personas" / "paper-education.yaml"
 
@@ -280,7 +281,8 @@ def test_a_run_fills_in_its_tables_and_shows_its_result(launch_results_dir: Path
     ]
     (line,) = status
     assert re.fullmatch(
-        rf"complete · 3 of 3 rounds · took \d+ s · bundle {re.escape(launcher.bundle)}", line
+        rf"complete · 3 of 3 rounds · took \d+ s · bundle {re.escape(shown_path(launcher.bundle))}",
+        line,
     ), line
     launcher.refresh()
     assert seen == [launcher.bundle]  # told once, not at every refresh

@@ -17,7 +17,7 @@ from workbench.ui.app import WorkbenchApp
 from workbench.ui.cluster_monitor import ClusterMonitor
 from workbench.ui.launch_settings import LaunchSettings
 from workbench.ui.results_explorer import ResultsExplorer
-from workbench.ui.workspace import dashboard_folders, inside, yaml_target
+from workbench.ui.workspace import dashboard_folders, inside, shown_path, yaml_target
 
 OUTSIDE = "is outside the workspace"
 
@@ -108,3 +108,16 @@ def test_the_app_works_inside_its_results_folder_unless_given_a_workspace(rooms)
     assert dashboard_folders(results, workspace) == (results.resolve(), workspace.resolve())
     with pytest.raises(ConfigError, match=r"^--results: .* is outside the workspace"):
         dashboard_folders(beside, workspace)
+
+
+def test_a_bundle_path_is_shown_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page names a bundle as `workbench run` prints it, `results/<run_id>`, when it lies
+    under the folder the dashboard was started in; elsewhere, whole."""
+    monkeypatch.chdir(tmp_path)
+    bundle = tmp_path / "results" / "quickstart-20261207-015630-120d"
+    assert shown_path(bundle) == "results/quickstart-20261207-015630-120d"
+    assert shown_path("results/x") == "results/x"
+    elsewhere = tmp_path.parent / "elsewhere" / "results" / "x"
+    assert shown_path(elsewhere) == str(elsewhere)

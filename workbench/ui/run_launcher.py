@@ -60,6 +60,7 @@ from workbench.ui.run_tables import (
     shard_table,
 )
 from workbench.ui.safe_text import TextTable, md
+from workbench.ui.workspace import shown_path
 from workbench.viz import plots
 
 __all__ = ["CSS", "LaunchSettings", "RunLauncher", "quickstart_population"]
@@ -574,7 +575,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
         if not status:
             return "no run yet: choose the settings below and press **Run**"
         parts = [md(p) for p in clock.parts()] if clock is not None else []
-        where = [f"bundle {md(bundle)}"] if bundle else []
+        where = [f"bundle {md(shown_path(bundle))}"] if bundle else []
         return " · ".join([f"**{md(status)}**", *parts, *where])
 
     def _result_view(

@@ -17,7 +17,14 @@ import param
 
 from workbench.errors import ConfigError
 
-__all__ = ["YAML_SUFFIXES", "dashboard_folders", "inside", "workspace_param", "yaml_target"]
+__all__ = [
+    "YAML_SUFFIXES",
+    "dashboard_folders",
+    "inside",
+    "shown_path",
+    "workspace_param",
+    "yaml_target",
+]
 
 YAML_SUFFIXES = (".yaml", ".yml")
 """The file names Save writes."""
@@ -78,3 +85,14 @@ def yaml_target(workspace: str | Path | None, path: str | Path, what: str = "sav
     if resolved.exists() and not resolved.is_file():
         raise ConfigError(f"{what}: {str(path)!r} is not a regular file; choose another name")
     return target
+
+
+def shown_path(path: str | Path) -> str:
+    """`path` as a person reads it on the page: relative to the working directory the dashboard
+    (or the notebook) was started in when it lies inside it, as `workbench run` prints its
+    bundle (`results/<run_id>`); else as given."""
+    given = Path(path)
+    try:
+        return str(given.resolve().relative_to(Path.cwd().resolve()))
+    except (OSError, ValueError):
+        return str(given)

@@ -42,19 +42,28 @@ def write_if_changed(path: Path, text: str) -> None:
 
 
 def generate(app: Sphinx) -> None:
-    """Write every generated page and copy the notebooks in, before the sources are read."""
+    """Write every generated page, execute the notebooks that have no executed copy with their
+    cells, and copy the notebooks in, before the sources are read."""
     srcdir = Path(app.srcdir)
     out = srcdir / "reference" / "generated"
     for name, make in GENERATORS.items():
         write_if_changed(out / name, make(lambda message, name=name: LOG.warning(
             "%s: %s", name, message, type="workbench_docs")))
     root = srcdir.parent
+    stored, executed = root / "notebooks", root / notebooks.EXECUTED
+    if app.config.workbench_execute_notebooks:
+        notebooks.execute_missing(
+            sorted(stored.glob("*.ipynb")), executed, LOG.info,
+            lambda message: LOG.warning("tutorials: %s", message, type="workbench_docs"),
+        )  # fmt: skip
     tutorials = srcdir / "tutorials" / "notebooks"
-    rendered = notebooks.copy_notebooks(root / "notebooks", tutorials, root / notebooks.EXECUTED)
-    ran = sorted(name for name, outputs in rendered.items() if outputs)
-    LOG.info("tutorials with the test run's outputs: %s", ", ".join(ran) or "none (as stored)")
+    rendered = notebooks.copy_notebooks(stored, tutorials, executed)
+    bare = sorted(name for name, outputs in rendered.items() if not outputs)
+    LOG.info("tutorials without outputs: %s", ", ".join(bare) or "none")
 
 
 def setup(app: Sphinx) -> dict[str, object]:
+    # `-D workbench_execute_notebooks=0`: render notebooks with no executed copy as stored
+    app.add_config_value("workbench_execute_notebooks", True, "env", bool)
     app.connect("builder-inited", generate)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
