@@ -28,11 +28,18 @@ def run_tab(watched: Watched, dashboard: Served, agents: int | None = None) -> L
     watched.page.get_by_role("tab", name="Run").click()
     launcher = watched.page.locator(".wb-launcher")
     launcher.locator(".wb-launcher-run").wait_for()
-    name = launcher.get_by_label("Run name", exact=True)
-    if not name.is_visible():  # folded: a run is followed; unfold the settings to change them
-        launcher.locator(".wb-launcher-settings-toggle button").first.click()
-    name.wait_for()
+    unfold_settings(launcher)
     return launcher
+
+
+def unfold_settings(launcher: Locator) -> None:
+    """Unfold the Run tab's settings when they are folded (as when a run is followed), read
+    from the fold button's own label once it is drawn, and wait for the form."""
+    toggle = launcher.locator(".wb-launcher-settings-toggle button").first
+    toggle.wait_for()
+    if "▸" in toggle.inner_text():
+        toggle.click()
+    launcher.get_by_label("Run name", exact=True).wait_for()
 
 
 def fill(launcher: Locator, label: str, value: object) -> None:

@@ -1,22 +1,19 @@
 """`workbench dashboard` in a browser: launching, following, reloading and losing runs.
 
-A real dashboard on a free port; runs are real detached `workbench run` processes. The
-embedded run's bundle is compared with the CLI's for the same config (its saved
-`.launches/<id>/config.yaml`) and seed.
+A real dashboard on a free port; runs are real detached `workbench run` processes. (An
+embedded run from the page, compared with the CLI's, is part of the researcher's path:
+`test_researcher_path.py`.)
 """
 
 from __future__ import annotations
 
 import os
-import re
 import signal
 from collections.abc import Callable
-from pathlib import Path
 
 import pandas as pd
 import pytest
 from browser_pages import Watched, deep_text
-from cli_helpers import workbench
 from dashboard_pages import (
     RUN_TIMEOUT_MS,
     choose,
@@ -88,48 +85,6 @@ def test_a_prompt_too_long_for_the_context_is_refused_before_any_process_starts(
     verdict = launcher.locator(".wb-launcher-check-message")
     verdict.get_by_text(refusal).wait_for(timeout=RUN_TIMEOUT_MS)
     assert launches(results) == [] and "running" not in status_text(launcher)
-    watched.assert_no_errors()
-
-
-def test_an_embedded_run_shows_shards_rounds_and_histogram_as_the_cli_would(
-    watched: Watched, dashboard: Served, tmp_path: Path
-) -> None:
-    results = results_of(dashboard)
-    before = len(launches(results))
-    launcher = run_tab(watched, dashboard)
-    fill(launcher, "Threads", 1)  # one thread: two spin against each other on 2 busy cores
-    fill(launcher, "Agents per shard", 25)  # two shards
-    fill(launcher, "Rounds", 2)  # the spec's default is 1
-    launcher.locator(".wb-launcher-run").get_by_role("button").click()
-    shards = launcher.locator(".wb-launcher-shards .tabulator-row")
-    watched.until(lambda: shards.count() == 2, "two shards in the shard table", RUN_TIMEOUT_MS)
-    assert "running" in status_text(launcher)
-    watched.shot("run-progress")
-
-    watched.until(lambda: "complete" in status_text(launcher), "the run to complete",
-                  RUN_TIMEOUT_MS)  # fmt: skip
-    rounds = launcher.locator(".wb-launcher-rounds .tabulator-row")
-    watched.until(lambda: rounds.count() == 2, "two rounds in the round table")
-    # numbers formatted for reading: statistics to 2 decimals, seconds to 0.1
-    first = rounds.first
-    for field, shape in (("mean", r"\d+\.\d\d"), ("target", r"\d+\.\d\d"), ("seconds", r"\d+\.\d")):
-        text = first.locator(f'.tabulator-cell[tabulator-field="{field}"]').inner_text().strip()
-        assert re.fullmatch(shape, text), (field, text)
-    result = launcher.locator(".wb-launcher-result")
-    result.get_by_text("Guesses by education").wait_for()
-    result.locator("canvas").first.wait_for()  # the bokeh plots drew
-    watched.shot("run-complete")
-
-    state = newest_launch(results, before)
-    assert state is not None and state.status == "complete" and state.bundle is not None
-    launched = Bundle.open(state.bundle)
-    assert launched.config.n_agents == 50 and launched.config.game.rounds == 2
-    assert launched.config.model.kind == "embedded"
-    cli = workbench("run", state.launch.config_path, "--out", tmp_path / "cli", "--no-progress",
-                    cwd=tmp_path)  # fmt: skip
-    assert cli.returncode == 0, cli.stderr
-    (cli_bundle,) = [p for p in (tmp_path / "cli").iterdir() if p.is_dir()]
-    pd.testing.assert_frame_equal(responses(launched), responses(Bundle.open(cli_bundle)))
     watched.assert_no_errors()
 
 

@@ -111,8 +111,14 @@ def dotted_fields(model: type[BaseModel], prefix: str = "") -> list[tuple[str, s
 
 def test_the_dotted_walk_reaches_every_kind_of_nesting() -> None:
     keys = {key for key, _ in dotted_fields(RunConfig)}
-    for key in ("game.prompt.style", "population.dimensions.shares", "models.base_urls",
-                "policy.latency_s", "policy.depth_shares", "backend.agents_per_shard"):
+    for key in (
+        "game.prompt.style",
+        "population.dimensions.shares",
+        "models.base_urls",
+        "policy.latency_s",
+        "policy.depth_shares",
+        "backend.agents_per_shard",
+    ):
         assert key in keys
 
 

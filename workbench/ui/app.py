@@ -162,7 +162,9 @@ class WorkbenchApp(pn.viewable.Viewer):
         preview). Only the open tab is drawn (`dynamic`): the tables of a hidden tab that
         changed (a launcher following a run, a monitor refreshing) would reach a browser that
         has no room drawn for them, which breaks Tabulator's JavaScript."""
-        population = pn.Row(self.editor, self.preview, sizing_mode="stretch_width")
+        population = pn.FlexBox(  # side by side where they fit, stacked in a narrow panel
+            self.editor, self.preview, sizing_mode="stretch_width", flex_wrap="wrap"
+        )
         panes = (population, self.launcher, self.explorer, self.monitor)
         tabs = kind(*zip(TABS, panes, strict=True), active=TABS.index(self.tab), dynamic=True)
         watch_first(tabs, self._tab_opened, "active")
