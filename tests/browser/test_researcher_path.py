@@ -112,6 +112,8 @@ def test_a_researchers_path_from_population_to_export(
     rounds_box = launcher.get_by_label("Rounds", exact=True)
     assert rounds_box.input_value() == str(ROUNDS)
     assert watched.checkbox("Exact distributions").is_checked()
+    launcher.locator(".wb-launcher-settings-toggle button").first.click()  # fold them again
+    rounds_box.wait_for(state="hidden")
     watched.until(lambda: "complete" in status_text(launcher), "the run to complete",
                   RUN_TIMEOUT_MS)  # fmt: skip
     assert "took" in status_text(launcher) and "estimated" in status_text(launcher)
