@@ -16,7 +16,9 @@ cdn.bokeh.org or cdn.holoviz.org. Always, not only when a CDN cannot be reached:
 browser that fetches them, and the kernel cannot tell whether the browser reaches a CDN (a
 laptop online in front of an air-gapped cluster's kernel, or the other way round); a notebook
 saved with its outputs then draws anywhere. The price is about 6 MB in the notebook's first
-output cell.
+output cell. One gap remains: parts of the inline app that it restyles later still ask the CDN
+for a few Panel stylesheets (Panel sends their URLs before its preprocessing inlines them);
+offline they work and draw, only that styling is missing.
 """
 
 from __future__ import annotations
