@@ -138,9 +138,10 @@ def run_all(
 
 def dismiss_news(page: Page) -> None:
     """Answer JupyterLab's question about its news (it covers the notebook's corner): no."""
-    news = page.locator(".jp-Notification-Toast-info").filter(has_text="Jupyter news")
+    news = page.locator(".Toastify__toast").filter(has_text="Jupyter news")
     if news.count():
-        news.get_by_role("button", name="No").click()
+        news.get_by_role("button", name="No", exact=True).click()
+        page.wait_for_timeout(600)  # it slides out
 
 
 def cell_errors(page: Page) -> list[str]:
