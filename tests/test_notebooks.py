@@ -83,3 +83,50 @@ def test_has_one_papermill_parameters_cell(path: Path) -> None:
     }
     wanted = PARAMETERS | (set() if path.stem in WITHOUT_MODEL else MODEL_PARAMETERS)
     assert wanted <= assigned, f"{path.name}: parameters lacks {wanted - assigned}"
+
+
+INTERACTIVE = re.compile(
+    r"\bplots\.|\bhv\.|\bpn\.(?!state\.served)|%workbench\b|%%workbench_run|"
+    r"ResultsExplorer\(|ClusterMonitor\(|\.servable\("
+)
+"""What draws with HoloViews, Panel or Bokeh in a notebook (the magics draw too)."""
+
+SETUP = "notebook_setup("
+"""The one call that loads the plotting extensions, inlined (workbench.ui.jupyter)."""
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_plotting_is_set_up_before_the_first_interactive_plot(path: Path) -> None:
+    """An interactive plot shown before `notebook_setup()` prints as text (`:Overlay ...`), and
+    one drawn from a CDN shows nothing offline; the setup is the only place that loads them."""
+    code = "\n".join(
+        c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"
+    )
+    assert not re.search(r"\b(hv|pn)\.extension\(", code), (
+        f"{path.name}: call wb.notebook_setup(...) instead of hv/pn.extension (it inlines them)"
+    )
+    first = INTERACTIVE.search(code)
+    if first is not None:
+        setup = code.find(SETUP)
+        assert 0 <= setup < first.start(), (
+            f"{path.name}: call wb.notebook_setup() before {first.group()!r} draws"
+        )
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_bundles_go_to_the_workbench_results_folder(path: Path) -> None:
+    """`results = None`: the workbench's one results folder (what the dashboard lists), never a
+    folder relative to the notebook's own (notebooks/results)."""
+    (cell,) = [
+        c
+        for c in nbformat.read(path, as_version=4).cells
+        if "parameters" in c.metadata.get("tags", [])
+    ]
+    values = {
+        target.id: node.value
+        for node in ast.parse(cell.source).body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    assert isinstance(values["results"], ast.Constant) and values["results"].value is None

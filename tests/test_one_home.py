@@ -1,7 +1,7 @@
 """Facts kept once (issue 28): no module spells again what its home defines.
 
 A round's context is built by `RoundContext.of`, the default results folder is
-`_files.RESULTS_DIR`, the round table's columns are `results.round_table`'s (statuses and the
+`_files.results_dir`'s, the round table's columns are `results.round_table`'s (statuses and the
 resume command: tests/results/test_statuses.py), and every model in distribution mode records
 its sampling through `NodeScorer.sampling_identity`.
 """

@@ -37,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "sample_population": "workbench.population",
     "generate_personas": "workbench.agents.persona_writer",
     "Bundle": "workbench.results",
+    "latest_bundle": "workbench.results",
     "list_bundles": "workbench.results",
     "verify_bundle": "workbench.results",
     "export_tidy": "workbench.results.export",
@@ -49,6 +50,8 @@ _EXPORTS: dict[str, str] = {
     "configure": "workbench.experiment",
     "model_overrides": "workbench.experiment",
     "reproduce": "workbench.experiment",
+    "results_dir": "workbench._files",
+    "notebook_setup": "workbench.ui.jupyter",
     # IPython: `%load_ext workbench` (not in __all__)
     "load_ipython_extension": "workbench.ui.jupyter",
     "unload_ipython_extension": "workbench.ui.jupyter",
@@ -76,11 +79,14 @@ __all__ = [
     "export_tidy",
     "follow",
     "generate_personas",
+    "latest_bundle",
     "list_bundles",
     "load_population_spec",
     "load_run_config",
     "model_overrides",
+    "notebook_setup",
     "reproduce",
+    "results_dir",
     "run",
     "run_state",
     "sample_population",
@@ -94,6 +100,7 @@ __getattr__, __dir__ = lazy_face(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from workbench._files import results_dir
     from workbench.agents.persona_writer import generate_personas
     from workbench.config import (
         BackendSpec,
@@ -115,7 +122,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     )
     from workbench.experiment import Experiment, configure, model_overrides, reproduce, sweep
     from workbench.population import counts_table, sample_population
-    from workbench.results import Bundle, list_bundles, verify_bundle
+    from workbench.results import Bundle, latest_bundle, list_bundles, verify_bundle
     from workbench.results.export import export_tidy
     from workbench.runs import follow, run_state
     from workbench.runtime import Simulation, run
+    from workbench.ui.jupyter import notebook_setup

@@ -1,4 +1,6 @@
-"""Atomic file writes and file hashes: the one implementation every writer in the package uses.
+"""Atomic file writes and file hashes: the one implementation every writer in the package uses;
+and the results folder every way in (CLI, dashboard, JupyterLab tile, notebooks, magics,
+`panel serve`) shares.
 
 A write goes to a temp file beside its target, is fsynced, renamed over the target and the
 directory entry fsynced, so a process killed at any moment leaves the old file or the new one,
@@ -15,12 +17,45 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-RESULTS_DIR = "results"
-"""The default results folder (relative to the current directory): where runs write their
-bundles and where the CLI, the dashboard and the notebook magic look, unless told otherwise."""
+RESULTS_NAME = "results"
+"""The results folder's name inside a project (see `results_dir`)."""
+
+RESULTS_DIR_ENV = "WORKBENCH_RESULTS_DIR"
+"""The environment variable that names the results folder outright."""
+
+PROJECT_MARKERS = ("pyproject.toml", ".git")
+"""Files that mark a project's root folder, whose `results/` is the results folder."""
+
+RESULTS_DEFAULT = (
+    f"${RESULTS_DIR_ENV}, else {RESULTS_NAME}/ at the project root (the nearest folder up "
+    f"with a {' or '.join(PROJECT_MARKERS)}), else ./{RESULTS_NAME}"
+)
+"""Where the results folder is when none is given, in words (for help texts)."""
 
 CHUNK = 1 << 20
 """Bytes read at a time when hashing a file."""
+
+
+def results_dir(given: str | Path | None = None) -> Path:
+    """The results folder: where runs write their bundles and where the CLI, the dashboard,
+    the JupyterLab tile, the notebooks, the magics and `panel serve` look.
+
+    `given` when given (a command's --out or --results, a config's output.dir); else
+    $WORKBENCH_RESULTS_DIR; else `results/` in the project root, the nearest folder at or
+    above the current directory that holds a pyproject.toml or .git (so a notebook run from
+    notebooks/ and a dashboard started at the root see the same bundles); else ./results.
+    Resolved at each call, never at import: the current directory is the caller's now.
+    """
+    if given is not None and str(given):
+        return Path(given)
+    named = os.environ.get(RESULTS_DIR_ENV, "").strip()
+    if named:
+        return Path(named).expanduser().absolute()
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
+            return folder / RESULTS_NAME
+    return here / RESULTS_NAME
 
 
 def fsync_dir(directory: str | Path) -> None:

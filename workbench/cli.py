@@ -167,7 +167,7 @@ def run_command(
             typer.echo(sim.estimate().text())
             return
         if run_id is not None:
-            check_run_id(run_id, Path(out if out is not None else cfg.output.dir), "--run-id")
+            check_run_id(run_id, cfg.output.folder(out), "--run-id")
     table = RoundTable()
     sim.events.subscribe(table)
     try:
@@ -261,7 +261,7 @@ def sweep_command(
     else:
         assert config is not None
         base = cfg = load_run_config(config)
-    folder = out if out is not None else Path(cfg.output.dir) / grid.stem
+    folder = out if out is not None else cfg.output.folder() / grid.stem
     results: list[CellResult] = []
 
     def report(result: CellResult) -> None:

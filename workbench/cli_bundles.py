@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from workbench._files import RESULTS_DIR
+from workbench._files import RESULTS_DEFAULT, results_dir
 from workbench.cli_tables import (
     PLAIN,
     RoundTable,
@@ -63,12 +63,15 @@ def bundles_compare(
 
 @bundles_app.command("list")
 def bundles_list(
-    root: Annotated[Path, typer.Argument(help="results directory")] = Path(RESULTS_DIR),
+    root: Annotated[
+        Path | None, typer.Argument(help=f"results directory (default: {RESULTS_DEFAULT})")
+    ] = None,
 ) -> None:
     """List the bundles under ROOT with their status (dead: marked running, writer gone); a
     damaged manifest field reads unknown, the problem column says which and why."""
     from workbench.results import list_bundles
 
+    root = results_dir(root)
     frame = list_bundles(root)  # a damaged field reads unknown, its `problem` says why
     typer.echo(
         text_table(frame.fillna({"fork_of": "", "problem": ""}))

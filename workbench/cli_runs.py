@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from workbench._files import RESULTS_DIR
+from workbench._files import RESULTS_DEFAULT, results_dir
 
 runs_app = typer.Typer(
     help="List, follow and cancel the runs of a results folder (started anywhere).",
@@ -16,17 +16,20 @@ runs_app = typer.Typer(
     rich_markup_mode=None,
 )
 
-RESULTS_HELP = "results directory a run id is looked up in"
+RESULTS_HELP = f"results directory a run id is looked up in (default: {RESULTS_DEFAULT})"
 
 
 @runs_app.command("list")
 def runs_list(
-    root: Annotated[Path, typer.Argument(help="results directory")] = Path(RESULTS_DIR),
+    root: Annotated[
+        Path | None, typer.Argument(help=f"results directory (default: {RESULTS_DEFAULT})")
+    ] = None,
 ) -> None:
     """List the runs under ROOT with their status: running, complete, failed, cancelled or
     dead (marked running, but its writer is gone), and the launch that started each."""
     from workbench.runs.status import list_runs
 
+    root = results_dir(root)
     frame = list_runs(root)
     if not len(frame):
         typer.echo(f"no runs under {root}")
@@ -37,7 +40,7 @@ def runs_list(
 @runs_app.command("follow")
 def runs_follow(
     run: Annotated[str, typer.Argument(help="a bundle folder, a launch folder or a run id")],
-    results: Annotated[Path, typer.Option(help=RESULTS_HELP)] = Path(RESULTS_DIR),
+    results: Annotated[Path | None, typer.Option(help=RESULTS_HELP)] = None,
     timeout: Annotated[
         float | None, typer.Option(help="give up after this many seconds (default: never)")
     ] = None,
@@ -80,7 +83,7 @@ def runs_follow(
 @runs_app.command("cancel")
 def runs_cancel(
     run: Annotated[str, typer.Argument(help="a launch folder, its bundle, or a run id")],
-    results: Annotated[Path, typer.Option(help=RESULTS_HELP)] = Path(RESULTS_DIR),
+    results: Annotated[Path | None, typer.Option(help=RESULTS_HELP)] = None,
 ) -> None:
     """Interrupt a run started by the launcher (SIGINT, as Ctrl-C: it stops as cancelled),
     once its process is proven to be that launch's `workbench run`; else nothing is sent."""

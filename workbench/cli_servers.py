@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from workbench._files import RESULTS_DIR
+from workbench._files import RESULTS_DEFAULT, results_dir
 from workbench._net import DASHBOARD_TOKEN_ENV, SERVE_API_KEY_ENV
 from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
 
@@ -59,8 +59,12 @@ TLS_ADVICE = (
 
 def dashboard_command(
     results: Annotated[
-        Path, typer.Option(help="results directory: where runs go and the explorer looks")
-    ] = Path(RESULTS_DIR),
+        Path | None,
+        typer.Option(
+            help=f"results directory: where runs go and the explorer looks (default: "
+            f"{RESULTS_DEFAULT})"
+        ),
+    ] = None,
     port: Annotated[int, typer.Option(help="port")] = 5006,
     address: Annotated[
         str, typer.Option(help="address to bind; loopback unless told")
@@ -157,7 +161,7 @@ def dashboard_command(
     from workbench.ui.app import serve
 
     serve(
-        results,
+        results_dir(results),
         port=port,
         address=address,
         ray_address=ray,

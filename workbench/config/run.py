@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from workbench._files import RESULTS_DIR
+from workbench._files import results_dir
 from workbench.config.backend import BackendSpec
 from workbench.config.base import (
     RUN_NAME_PATTERN,
@@ -39,10 +39,12 @@ PATH_FORM = "path"
 class OutputSpec(StrictModel):
     """Where bundles go, and what they keep beside the answers."""
 
-    dir: str = Field(
-        RESULTS_DIR,
-        description="directory that holds result bundles (relative to the current directory); "
-        "each run adds a folder <name>-<yyyymmdd-HHMMSS>-<4 hex>",
+    dir: str | None = Field(
+        None,
+        description="directory that holds result bundles (a relative one is read from the "
+        "current directory); unset: the workbench's results folder ($WORKBENCH_RESULTS_DIR, "
+        "else results/ at the project root, the nearest folder up with a pyproject.toml or "
+        ".git, else ./results); each run adds a folder <name>-<yyyymmdd-HHMMSS>-<4 hex>",
     )
     exact_distributions: bool = Field(
         False,
@@ -51,6 +53,11 @@ class OutputSpec(StrictModel):
         "group means and spreads are known exactly beside the sampled ones; costs up to about "
         "a round's work again (nodes the run scored are reused); local backend, one model",
     )
+
+    def folder(self, out: str | Path | None = None) -> Path:
+        """Where this run's bundle goes: `out` (a command's --out) when given, else `dir`,
+        else the workbench's results folder (`results_dir`)."""
+        return results_dir(out if out is not None else self.dir)
 
 
 def _population_form(value: Any) -> str | None:
@@ -280,6 +287,6 @@ def run_config_html(config: RunConfig) -> str:
         ("policy", " ".join(filter(None, (config.policy.kind, spec_summary(policy))))),
         ("model", model_summary(config)),
         ("backend", " ".join(filter(None, (config.backend.kind, spec_summary(backend))))),
-        ("output", config.output.dir),
+        ("output", config.output.dir or "the results folder"),
     ]
     return "<div>" + title("RunConfig", config.name) + fields(lines) + "</div>"

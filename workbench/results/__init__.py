@@ -16,7 +16,7 @@ from workbench._lazy import lazy_face
 from workbench.results.redact import redact
 
 if TYPE_CHECKING:
-    from workbench.results.bundle import Bundle, list_bundles, read_events
+    from workbench.results.bundle import Bundle, latest_bundle, list_bundles, read_events
     from workbench.results.layout import RESPONSE_SCHEMA, ROUND_COLUMNS
     from workbench.results.status import run_status
     from workbench.results.verify import VerifyReport, verify_bundle
@@ -28,6 +28,7 @@ _HOMES: dict[str, str] = {
     "Bundle": "workbench.results.bundle",
     "BundleWriter": "workbench.results.writer",
     "VerifyReport": "workbench.results.verify",
+    "latest_bundle": "workbench.results.bundle",
     "list_bundles": "workbench.results.bundle",
     "new_run_id": "workbench.results.writer",
     "read_events": "workbench.results.bundle",
@@ -41,6 +42,7 @@ __all__ = [
     "Bundle",
     "BundleWriter",
     "VerifyReport",
+    "latest_bundle",
     "list_bundles",
     "new_run_id",
     "read_events",

@@ -507,3 +507,17 @@ def list_bundles(root: str | Path) -> pd.DataFrame:
             rows.append(_unreadable_row(path, exc))
     frame = pd.DataFrame(rows, columns=list(LIST_COLUMNS))
     return frame.sort_values(["created_at", "run_id"], ignore_index=True) if rows else frame
+
+
+def latest_bundle(config: RunConfig, root: str | Path) -> Bundle | None:
+    """The newest complete bundle under `root` played from `config` (equal field for field),
+    or None: what a served notebook shows on each page view instead of playing it again."""
+    listed = list_bundles(root)
+    for path in reversed(listed.loc[listed["status"] == RunStatus.COMPLETE, "path"].tolist()):
+        try:
+            bundle = Bundle.open(path)
+            if bundle.is_complete and bundle.config == config:
+                return bundle
+        except WorkbenchError:
+            continue  # a damaged bundle is no bundle of this config
+    return None

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench._files import RESULTS_DIR
+from workbench import _files
 from workbench._processes import (
     START_SLACK_S,
     iso_epoch,
@@ -237,15 +237,16 @@ def running_bundles(results_dir: str | Path) -> list[Path]:
     return [Path(str(p)) for p in reversed(running.tolist())]
 
 
-def resolve_run(target: str | Path, results_dir: str | Path = RESULTS_DIR) -> Path:
+def resolve_run(target: str | Path, results_dir: str | Path | None = None) -> Path:
     """The bundle of a run named on the command line: a bundle folder, a launch folder
-    (`.launches/<id>`) or a run id under `results_dir`; ConfigError naming what was tried."""
+    (`.launches/<id>`) or a run id under `results_dir` (default: the workbench's results
+    folder); ConfigError naming what was tried."""
     path = Path(target)
     if path.parent.name == LAUNCHES_DIR:
         return path.parent.parent / path.name
     if path.is_dir():
         return path
-    root = Path(results_dir)
+    root = _files.results_dir(results_dir)
     if RUN_ID_PATTERN.fullmatch(str(target)) and (
         (root / str(target)).is_dir() or (root / LAUNCHES_DIR / str(target)).is_dir()
     ):

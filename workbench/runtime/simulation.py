@@ -326,7 +326,7 @@ class Simulation:
             return BundleWriter.reopen(resume.path, resume.changes)
         cfg = self.config
         writer = BundleWriter(
-            Path(out_dir if out_dir is not None else cfg.output.dir),
+            cfg.output.folder(out_dir),
             cfg,
             run_id=run_id,
             versions=self.versions(),

@@ -17,7 +17,7 @@ from typing import Any
 import panel as pn
 import param
 
-from workbench._files import RESULTS_DIR
+from workbench._files import results_dir as default_results_dir
 from workbench.config import PopulationSpec
 from workbench.errors import WorkbenchError
 from workbench.results import Bundle
@@ -33,7 +33,7 @@ from workbench.ui.persona_preview import PersonaPreview
 from workbench.ui.population_editor import PopulationEditor
 from workbench.ui.results_explorer import ResultsExplorer
 from workbench.ui.run_launcher import RunLauncher
-from workbench.ui.workspace import dashboard_folders
+from workbench.ui.workspace import dashboard_folders, results_dir_param
 
 TITLE = "Agent Simulation Workbench"
 """The page's title (browser tab and header)."""
@@ -55,8 +55,8 @@ def quickstart_population() -> PopulationSpec:
 class WorkbenchApp(pn.viewable.Viewer):
     """Population editor and persona preview, run launcher, results explorer, cluster monitor."""
 
-    results_dir = param.String(
-        RESULTS_DIR, doc="where runs write their bundles and where the explorer and monitor look"
+    results_dir = results_dir_param(
+        "where runs write their bundles and where the explorer and monitor look"
     )
     ray_address = param.String(
         None,
@@ -255,7 +255,7 @@ def canvas_plots() -> None:
 
 
 def serve(
-    results_dir: str | Path = RESULTS_DIR,
+    results_dir: str | Path | None = None,
     *,
     port: int = 5006,
     address: str = "127.0.0.1",
@@ -282,7 +282,8 @@ def serve(
     """
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     access = access or Access.for_server("token", token=new_token(), address=address, port=port)
-    folder, root = dashboard_folders(results_dir, workspace)  # refused here, before serving
+    # refused here, before serving
+    folder, root = dashboard_folders(default_results_dir(results_dir), workspace)
     results, work = str(folder), str(root)
     limits = {"max_live_runs": max_live_runs, "max_agent_rounds": max_agent_rounds, "fresh": fresh}
 

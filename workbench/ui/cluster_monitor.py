@@ -20,7 +20,6 @@ import pandas as pd
 import panel as pn
 import param
 
-from workbench._files import RESULTS_DIR
 from workbench.errors import WorkbenchError
 from workbench.runs import cancelling, cluster
 from workbench.runs import endpoints as endpoint_checks
@@ -30,7 +29,7 @@ from workbench.runs.endpoints import ENDPOINT_COLUMNS
 from workbench.runs.shards import SHARD_COLUMNS
 from workbench.ui.notices import notice
 from workbench.ui.safe_text import TextTable, md
-from workbench.ui.workspace import inside, workspace_param
+from workbench.ui.workspace import inside, results_dir_param, workspace_param
 
 __all__ = ["CSS_CLASSES", "ClusterMonitor"]
 
@@ -66,10 +65,9 @@ class ClusterMonitor(pn.viewable.Viewer):
     stops the run chosen in `run_id`, `await shutdown_idle()` kills the idle actors.
     """
 
-    results_dir = param.String(
-        default=RESULTS_DIR,
-        doc="The folder whose runs are watched (their bundles' events say where their shards "
-        "run and how far they are); inside `workspace` when that is set.",
+    results_dir = results_dir_param(
+        "The folder whose runs are watched (their bundles' events say where their shards "
+        "run and how far they are); inside `workspace` when that is set."
     )
     workspace = workspace_param()
     ray_address = param.String(

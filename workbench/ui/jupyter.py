@@ -1,13 +1,24 @@
-"""The IPython extension: `%load_ext workbench` registers the `%%workbench_run` cell magic.
+"""The IPython extension: `%load_ext workbench` registers the `%%workbench_run` cell magic;
+and `notebook_setup()`, which a notebook calls before its first interactive plot.
 
 `%%workbench_run [--out DIR] [--var NAME]` reads the cell as a YAML run config (the
 workbench's own safe loader: the same one-line `ConfigError`s as `workbench run`), plays it
 with progress bars fed by the run's events (rounds, and agents answered in the round), and
 shows the finished bundle: its small HTML view, and a `viz.plots` histogram when HoloViews
-is loaded with a plotting extension (`hv.extension("bokeh")`). A bad config shows its error
+is loaded with a plotting extension (`notebook_setup()`). A bad config shows its error
 line and starts nothing; interrupting the kernel cancels the run (its bundle is marked
 cancelled and can be resumed). The specs and bundles' `_repr_html_` live in their own layers
 (`workbench.config`, `workbench.results.html`); this module only wires them into IPython.
+
+Notebooks draw offline: `notebook_setup()` (and `%workbench`) load HoloViews' bokeh backend
+and Panel with their JavaScript and stylesheets inlined in the notebook, never fetched from
+cdn.bokeh.org or cdn.holoviz.org. Always, not only when a CDN cannot be reached: it is the
+browser that fetches them, and the kernel cannot tell whether the browser reaches a CDN (a
+laptop online in front of an air-gapped cluster's kernel, or the other way round); a notebook
+saved with its outputs then draws anywhere. The price is about 6 MB in the notebook's first
+output cell. One gap remains: parts of the inline app that it restyles later still ask the CDN
+for a few Panel stylesheets (Panel sends their URLs before its preprocessing inlines them);
+offline they work and draw, only that styling is missing.
 """
 
 from __future__ import annotations
@@ -24,7 +35,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from workbench._files import RESULTS_DIR
+from workbench._files import RESULTS_DEFAULT, results_dir
 from workbench.errors import WorkbenchError, one_line
 
 if TYPE_CHECKING:
@@ -100,6 +111,39 @@ def play(sim: Simulation, out: str | Path | None) -> Bundle:
         bar.close()
 
 
+def inline_stylesheets(viewable: Any, root: Any) -> None:
+    """A Panel preprocessing hook: with `pn.config.inline`, every stylesheet of a drawn model
+    that points at Panel's CDN is inlined from Panel's own files. Panel does this for objects
+    it displays itself, but not for a HoloViews object's own display (a plot as a cell's
+    result), whose theme stylesheets would come from cdn.holoviz.org."""
+    import panel as pn
+
+    if not pn.config.inline:
+        return
+    from bokeh.models import UIElement
+    from panel.io.notebook import patch_inline_stylesheets
+
+    for model in root.select({"type": UIElement}):
+        patch_inline_stylesheets(model)
+
+
+def notebook_setup(*extensions: str) -> None:
+    """Load HoloViews' bokeh plotting and Panel's notebook extension (with Panel's named
+    `extensions`, e.g. "tabulator"), their JavaScript and stylesheets inlined: no CDN, so
+    plots draw offline. Call it before the first interactive plot; again with more
+    extensions when needed (what is loaded is not sent twice). Served (`panel serve`), the
+    page carries its resources as well."""
+    import holoviews as hv
+    import panel as pn
+    from panel.viewable import Viewable
+
+    if inline_stylesheets not in Viewable._preprocessing_hooks:
+        Viewable._preprocessing_hooks.append(inline_stylesheets)
+    if not getattr(hv.extension, "_loaded", False):
+        hv.extension("bokeh", inline=True)
+    pn.extension(*extensions, inline=True)
+
+
 def holoviews_ready() -> bool:
     """Whether HoloViews is imported and a plotting extension is loaded (so a plot shows)."""
     hv = sys.modules.get("holoviews")
@@ -160,7 +204,7 @@ class WorkbenchMagics(Magics):
             self.shell.user_ns[args.var] = bundle
 
     @magic_arguments()
-    @argument("--results", default=RESULTS_DIR, help=f"results directory (default: {RESULTS_DIR})")
+    @argument("--results", default=None, help=f"results directory (default: {RESULTS_DEFAULT})")
     @argument("--ray", default=None, help="a Ray cluster's address for Ray runs and the monitor")
     @argument("--tab", default=None, help="the tab shown first: Population, Run, Results, Cluster")
     @line_magic
@@ -170,16 +214,15 @@ class WorkbenchMagics(Magics):
         return workbench_app(args.results, args.ray, args.tab)
 
 
-def workbench_app(results: str, ray: str | None = None, tab: str | None = None) -> Any:
-    """The inline app of `%workbench` (Panel's notebook extension loaded first, once)."""
-    import panel as pn
-
+def workbench_app(results: str | None, ray: str | None = None, tab: str | None = None) -> Any:
+    """The inline app of `%workbench` over `results` (default: the workbench's results
+    folder), the notebook's plotting set up first (`notebook_setup`: offline too)."""
     from workbench.ui.app import TABS, WorkbenchApp
 
     if tab is not None and tab not in TABS:
         raise UsageError(f"--tab {tab!r}: choose one of {', '.join(TABS)}")
-    pn.extension("tabulator")
-    return WorkbenchApp(results_dir=results, ray_address=ray, tab=tab or TABS[0])
+    notebook_setup("tabulator")
+    return WorkbenchApp(results_dir=str(results_dir(results)), ray_address=ray, tab=tab or TABS[0])
 
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:

@@ -20,7 +20,7 @@ import panel as pn
 import param
 
 from workbench._examples import example_path
-from workbench._files import RESULTS_DIR, atomic_write_text
+from workbench._files import atomic_write_text
 from workbench.config import (
     MAX_AGENTS,
     PopulationSpec,
@@ -34,7 +34,7 @@ from workbench.errors import ConfigError, WorkbenchError
 from workbench.experiment.grid import value_at
 from workbench.ui.safe_text import md
 from workbench.ui.spec_form import FormField, applies, css_class, spec_fields
-from workbench.ui.workspace import inside, workspace_param, yaml_target
+from workbench.ui.workspace import inside, results_dir_param, workspace_param, yaml_target
 
 __all__ = ["FORM_SKIP", "LaunchSettings", "form_fields", "quickstart_population"]
 
@@ -112,8 +112,8 @@ class LaunchSettings(param.Parameterized):
         return settings
 
     # ---- where runs go ----------------------------------------------------------------------
-    results_dir = param.String(
-        RESULTS_DIR, doc="the results folder: bundles go here, launch records in its .launches/"
+    results_dir = results_dir_param(
+        "the results folder: bundles go here, launch records in its .launches/"
     )
     ray_address = param.String(
         None,

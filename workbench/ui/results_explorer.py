@@ -37,7 +37,6 @@ import pandas as pd
 import panel as pn
 import param
 
-from workbench._files import RESULTS_DIR
 from workbench.errors import BundleError, WorkbenchError
 from workbench.experiment.compare import config_differences
 from workbench.results import Bundle, VerifyReport, verify_bundle
@@ -54,7 +53,7 @@ from workbench.ui.results_exact import ExactViews
 from workbench.ui.results_tables import TableViews
 from workbench.ui.results_views import ResultsViews, alert
 from workbench.ui.safe_text import TextTable, html_text, md_lines
-from workbench.ui.workspace import inside, workspace_param
+from workbench.ui.workspace import inside, results_dir_param, workspace_param
 from workbench.viz import plots
 
 __all__ = ["PAGE_SIZES", "VIEWS", "ResultsExplorer"]
@@ -82,10 +81,9 @@ class ResultsExplorer(ResultsViews, ExactViews, TableViews, pn.viewable.Viewer):
     table shown and downloaded; `await verify()` checks the chosen bundle.
     """
 
-    results_dir = param.String(
-        default=RESULTS_DIR,
-        doc="The folder whose sub-folders are the bundles listed (a run's --out folder); "
-        "inside `workspace` when that is set.",
+    results_dir = results_dir_param(
+        "The folder whose sub-folders are the bundles listed (a run's --out folder); "
+        "inside `workspace` when that is set."
     )
     workspace = workspace_param()
     problem = param.String(

@@ -15,6 +15,7 @@ from typing import Any
 
 import param
 
+from workbench._files import results_dir
 from workbench.errors import ConfigError
 
 __all__ = [
@@ -38,6 +39,13 @@ def workspace_param() -> Any:
         doc="the folder that paths typed in the page must stay inside (relative ones are "
         "taken from it); None: no limit, paths relative to the working directory (a notebook)",
     )
+
+
+def results_dir_param(doc: str) -> Any:
+    """The `results_dir` param of every component that reads or writes a results folder: by
+    default the workbench's one results folder (`results_dir()`), found when the component
+    is made, so a notebook, a magic and the dashboard see the same bundles."""
+    return param.String(default_factory=lambda: str(results_dir()), doc=doc)
 
 
 def inside(workspace: str | Path | None, path: str | Path, what: str = "path") -> Path:

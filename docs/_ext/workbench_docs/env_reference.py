@@ -36,6 +36,14 @@ DESCRIBED: dict[str, tuple[str, str]] = {
         "the dashboard's `--allow-key-env` grants, space-separated `VAR=HOST[,HOST...]` (the "
         "JupyterLab tile's command line is fixed, so it reads them here)",
     ),
+    "WORKBENCH_RESULTS_DIR": (
+        "read",
+        "the results folder: where runs write bundles and where the CLI, the dashboard, the "
+        "JupyterLab tile, notebooks, magics and `panel serve` look, when no `--out`, "
+        "`--results` or `output.dir` names one; unset, `results/` at the project root (the "
+        "nearest folder up from the current one with a `pyproject.toml` or `.git`), else "
+        "`./results`",
+    ),
     "WORKBENCH_KEY_POLICY": (
         "read, set",
         "the key grants a dashboard passes to the runs it launches (JSON, no secret in it); "
