@@ -59,9 +59,9 @@ def test_public_namespace_is_what_we_export() -> None:
         "ModelError", "ModelSpec", "PopulationSpec", "PromptSpec", "RoundFailedError", "RunConfig",
         "Simulation", "WorkbenchError",
         "__version__", "configure", "counts_table", "export_tidy", "follow", "generate_personas",
-        "list_bundles",
-        "load_population_spec", "load_run_config", "model_overrides", "reproduce", "run",
-        "run_state",
+        "latest_bundle", "list_bundles",
+        "load_population_spec", "load_run_config", "model_overrides", "notebook_setup",
+        "reproduce", "results_dir", "run", "run_state",
         "sample_population",
         "save_yaml", "sweep", "verify_bundle",
     }  # fmt: skip
