@@ -29,7 +29,9 @@ def test_every_folder_of_a_project_shares_the_root_results(
 ) -> None:
     for here in (project, project / "notebooks", project / "notebooks" / "deeper"):
         monkeypatch.chdir(here)
-        assert results_dir() == project / "results"
+        assert results_dir().absolute() == project / "results"
+    monkeypatch.chdir(project)
+    assert results_dir() == Path("results")  # at the root: as short as the CLI prints it
 
 
 def test_a_git_checkout_marks_its_root_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -37,7 +39,7 @@ def test_a_git_checkout_marks_its_root_too(tmp_path: Path, monkeypatch: pytest.M
     (tmp_path / ".git").write_text("gitdir: elsewhere\n")  # a worktree's .git is a file
     (tmp_path / "notebooks").mkdir()
     monkeypatch.chdir(tmp_path / "notebooks")
-    assert results_dir() == tmp_path / "results"
+    assert results_dir().absolute() == tmp_path / "results"
 
 
 def test_outside_any_project_it_is_the_current_folders(
@@ -48,7 +50,7 @@ def test_outside_any_project_it_is_the_current_folders(
     if any((folder / marker).exists() for folder in folders for marker in PROJECT_MARKERS):
         pytest.fail(f"{tmp_path} lies inside a project: choose a temporary folder outside one")
     monkeypatch.chdir(tmp_path)
-    assert results_dir() == tmp_path / "results"
+    assert results_dir().absolute() == tmp_path / "results"
 
 
 def test_the_environment_names_it_outright_and_a_given_folder_wins(
@@ -62,7 +64,7 @@ def test_the_environment_names_it_outright_and_a_given_folder_wins(
     assert wb.configure("quickstart", {}).output.folder() == elsewhere
     assert wb.configure("quickstart", {"output.dir": "mine"}).output.folder() == Path("mine")
     monkeypatch.setenv(RESULTS_DIR_ENV, "")  # set but empty: as if unset
-    assert results_dir() == project / "results"
+    assert results_dir().absolute() == project / "results"
 
 
 def test_components_and_runs_made_in_a_notebook_folder_use_the_project_results(

@@ -54,8 +54,8 @@ def results_dir(given: str | Path | None = None) -> Path:
     here = Path.cwd()
     for folder in (here, *here.parents):
         if any((folder / marker).exists() for marker in PROJECT_MARKERS):
-            return folder / RESULTS_NAME
-    return here / RESULTS_NAME
+            return Path(RESULTS_NAME) if folder == here else folder / RESULTS_NAME
+    return Path(RESULTS_NAME)  # relative where it is in the current directory: printed short
 
 
 def fsync_dir(directory: str | Path) -> None:

@@ -19,6 +19,7 @@ import nbformat
 import pytest
 from browser_pages import RENDER_TIMEOUT_MS, SCREENSHOTS, Watched
 from lab_notebooks import PLOTS, Offline, dismiss_news, drawn, run_all
+from layout_boxes import outside
 from served import REPO, Served, start_jupyter
 
 pytestmark = pytest.mark.slow
@@ -94,6 +95,14 @@ def test_the_launcher_tile_opens_the_dashboard_in_a_lab_tab(watched: Watched, la
     frame.get_by_text("Counts per category against the requested shares").first.wait_for(
         timeout=RENDER_TIMEOUT_MS
     )
+    # the dashboard in a lab tab at 1280 x 800: no control runs out of its card or is cut
+    page.set_viewport_size({"width": 1280, "height": 800})
+    cards = frame.locator(".wb-dimension-card")
+    watched.until(lambda: cards.count() == 2, "the gender and education cards")
+    page.wait_for_timeout(1500)  # the tab's layout after the resize
+    for box in (*cards.all(), frame.locator(".wb-population-editor").first):
+        seen, found = outside(box)
+        assert seen >= 10 and found == [], found
     watched.shot("jupyterlab-dashboard-tab")
     ours = [(kind, text) for kind, text in watched.errors() if "workbench" in text.lower()]
     assert ours == [], watched.errors()

@@ -90,6 +90,7 @@ def test_public_names() -> None:
         "Bundle",
         "BundleWriter",
         "VerifyReport",
+        "latest_bundle",
         "list_bundles",
         "new_run_id",
         "read_events",
