@@ -573,7 +573,10 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
     @staticmethod
     def _status_line(status: str, clock: RunClock | None, bundle: str | None) -> str:
         if not status:
-            return "no run yet: choose the settings below and press **Run**"
+            return (
+                "no run followed: choose the settings below and press **Run** (finished runs "
+                "are under Recent launches and on the Results tab)"
+            )
         parts = [md(p) for p in clock.parts()] if clock is not None else []
         where = [f"bundle {md(shown_path(bundle))}"] if bundle else []
         return " · ".join([f"**{md(status)}**", *parts, *where])
