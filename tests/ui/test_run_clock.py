@@ -38,3 +38,12 @@ def test_durations_and_times_in_words() -> None:
     start = "2026-12-07T05:00:00.000+00:00"
     assert seconds_between(start, "2026-12-07T05:05:20.500+00:00") == 320.5
     assert seconds_between(None) is None and seconds_between("garbage") is None
+
+
+def test_the_status_line_escapes_and_says_what_to_do_when_idle() -> None:
+    from workbench.ui.run_clock import IDLE, status_line
+
+    assert status_line("", None, None) == IDLE
+    clock = RunClock("running", 0, 2, n_agents=4, answered=1, elapsed_s=3.0)
+    line = status_line("running", clock, "results/<b>x</b>")
+    assert line.startswith("**running** · round 1 of 2 · 1 of 4 answers in") and "<b>" not in line

@@ -13,10 +13,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Self
 
 from workbench.results.statuses import RunStatus
+from workbench.runs.status import LaunchState
+from workbench.ui.safe_text import md
+from workbench.ui.workspace import shown_path
 
-__all__ = ["RunClock", "duration", "seconds_between"]
+__all__ = ["IDLE", "RunClock", "duration", "seconds_between", "status_line"]
+
+IDLE = (
+    "no run followed: choose the settings below and press **Run** (finished runs are under "
+    "Recent launches and on the Results tab)"
+)
+"""The status line while no run is followed."""
 
 
 def duration(seconds: float) -> str:
@@ -54,6 +64,27 @@ class RunClock:
     answered: int = 0
     elapsed_s: float | None = None
     estimate_s: float | None = None
+
+    @classmethod
+    def of(cls, state: LaunchState, estimate_s: float | None = None) -> Self:
+        """Where a run stands now, from its events (the answers in the round in play, the
+        time since it started) and the estimate it was launched with."""
+        run = state.run
+        answered, elapsed = 0, None
+        if run is not None:
+            playing = state.rounds_done + 1
+            answered = sum(p.answered for p in run.shards.values() if p.round == playing)
+            if not (state.finished and run.finished_at is None):  # dead: no end to count to
+                elapsed = seconds_between(run.started_at, run.finished_at)
+        return cls(
+            status=state.status,
+            rounds_done=state.rounds_done,
+            rounds=state.rounds,
+            n_agents=run.n_agents if run is not None else 0,
+            answered=answered,
+            elapsed_s=elapsed,
+            estimate_s=estimate_s,
+        )
 
     @property
     def playing(self) -> bool:
@@ -96,3 +127,13 @@ class RunClock:
                 took += f" (estimated {duration(self.estimate_s)})"
             parts.append(took)
         return parts
+
+
+def status_line(status: str, clock: RunClock | None, bundle: str | None) -> str:
+    """The Run tab's status line, as escaped Markdown: the status, where the run stands, and
+    its bundle as `workbench run` prints it."""
+    if not status:
+        return IDLE
+    parts = [md(p) for p in clock.parts()] if clock is not None else []
+    where = [f"bundle {md(shown_path(bundle))}"] if bundle else []
+    return " · ".join([f"**{md(status)}**", *parts, *where])

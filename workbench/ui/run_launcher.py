@@ -49,7 +49,7 @@ from workbench.ui.estimate_view import EstimateShown, run_estimate
 from workbench.ui.launch_settings import LaunchSettings, quickstart_population
 from workbench.ui.live_round_view import LiveRounds, live_view
 from workbench.ui.notices import notice
-from workbench.ui.run_clock import RunClock, seconds_between
+from workbench.ui.run_clock import RunClock, status_line
 from workbench.ui.run_population import PopulationPicker, who_plays
 from workbench.ui.run_tables import (
     LAUNCH_COLUMNS,
@@ -60,7 +60,6 @@ from workbench.ui.run_tables import (
     shard_table,
 )
 from workbench.ui.safe_text import TextTable, md
-from workbench.ui.workspace import shown_path
 from workbench.viz import plots
 
 __all__ = ["CSS", "LaunchSettings", "RunLauncher", "quickstart_population"]
@@ -382,7 +381,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
                 self.status, self.error, self.rounds_done, self.rounds_total = "", "", 0, 0
                 self.clock = None
                 return
-            self.clock = self._clock(state)
+            self.clock = RunClock.of(state, self._run_estimate_s)
             self.status = state.status
             self.error = state.error or ""
             self.rounds_done, self.rounds_total = state.rounds_done, state.rounds
@@ -393,27 +392,6 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
             self.finished_bundle = str(state.bundle)
             if self.on_finished is not None:
                 self.on_finished(str(state.bundle))
-
-    def _clock(self, state: LaunchState) -> RunClock:
-        """Where the run stands now, from its events (answers in the round in play, the
-        time since it started) and the estimate it was launched with."""
-        run = state.run
-        playing = state.rounds_done + 1
-        answered = 0
-        elapsed = None
-        if run is not None:
-            answered = sum(p.answered for p in run.shards.values() if p.round == playing)
-            if not (state.finished and run.finished_at is None):  # dead: no end to count to
-                elapsed = seconds_between(run.started_at, run.finished_at)
-        return RunClock(
-            status=state.status,
-            rounds_done=state.rounds_done,
-            rounds=state.rounds,
-            n_agents=run.n_agents if run is not None else 0,
-            answered=answered,
-            elapsed_s=elapsed,
-            estimate_s=self._run_estimate_s,
-        )
 
     def _read_round(self, state: LaunchState) -> None:
         """The round in play so far (the part files that landed since the last tick only)."""
@@ -492,9 +470,7 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
                 check,
                 pn.indicators.LoadingSpinner(value=self.param.busy, size=24),
                 pn.pane.Markdown(
-                    pn.bind(
-                        self._status_line, self.param.status, self.param.clock, self.param.bundle
-                    ),
+                    pn.bind(status_line, self.param.status, self.param.clock, self.param.bundle),
                     css_classes=[CSS["status"]],
                     align="center",
                 ),
@@ -569,17 +545,6 @@ class RunLauncher(LaunchSettings, pn.viewable.Viewer):
 
     async def _on_check(self, _: Any) -> None:
         await self.acheck()
-
-    @staticmethod
-    def _status_line(status: str, clock: RunClock | None, bundle: str | None) -> str:
-        if not status:
-            return (
-                "no run followed: choose the settings below and press **Run** (finished runs "
-                "are under Recent launches and on the Results tab)"
-            )
-        parts = [md(p) for p in clock.parts()] if clock is not None else []
-        where = [f"bundle {md(shown_path(bundle))}"] if bundle else []
-        return " · ".join([f"**{md(status)}**", *parts, *where])
 
     def _result_view(
         self,
