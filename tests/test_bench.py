@@ -287,7 +287,7 @@ def test_scale_bench_counts_what_the_bundles_record(tmp_path) -> None:
     assert [run["n"] for run in data["runs"]] == [20, 60]
     assert data["exact"] == {"verdict": "yes", "checked": 3, "mismatches": 0}
     text = report_text(report)
-    assert "exact: yes (check_exact, first 3 agents at N=20, every round: 3 answers" in text
+    assert "exact: yes (each agent alone, first 3 agents at N=20, every round: 3 answers" in text
     rows = _rows(text, "N round")
     for run, row in zip(data["runs"], rows, strict=True):
         assert run["error"] is None and run["sampling"] == "workbench"

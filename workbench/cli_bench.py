@@ -78,7 +78,7 @@ def bench_scale(
         float, typer.Option(help="the per-agent baseline stops before an N predicted longer")
     ] = 60.0,
     exact_agents: Annotated[
-        int, typer.Option(help="agents check_exact recomputes alone at the smallest N (0: none)")
+        int, typer.Option(help="agents recomputed each alone at the smallest N (0: none)")
     ] = 10,
     timeout: Annotated[float, typer.Option(help="seconds one N may take")] = 600.0,
     out: Annotated[Path | None, typer.Option(help="keep the bundles here (default: temp)")] = None,

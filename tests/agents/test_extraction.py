@@ -124,9 +124,9 @@ def test_an_empty_shard_makes_no_call(education_personas) -> None:
 
 
 def test_extract_number_from_python_keeps_the_booleans() -> None:
-    assert LLMPolicy(Rambler(), extract_number=True).extract_number == "fallback"
-    assert LLMPolicy(Rambler(), extract_number=False).extract_number == "never"
-    assert LLMPolicy(Rambler()).extract_number == "never"
+    assert LLMPolicy(Rambler(), extract_number=True).prompts.extract_number == "fallback"
+    assert LLMPolicy(Rambler(), extract_number=False).prompts.extract_number == "never"
+    assert LLMPolicy(Rambler()).prompts.extract_number == "never"
     with pytest.raises(ValueError, match="extract_number must be one of never, fallback, always"):
         LLMPolicy(Rambler(), extract_number="sometimes")  # type: ignore[arg-type]
 

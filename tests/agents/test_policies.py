@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 from workbench.agents.policies import LevelKPolicy, LLMPolicy, RandomPolicy
+from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext, decisions_table, split_into_shards
 from workbench.config import GameSpec, LevelKPolicySpec, PromptSpec, RandomPolicySpec
 from workbench.game import round_question, rules_text
@@ -29,15 +30,6 @@ def act(policy, shard: AgentShard, ctx: RoundContext) -> pa.Table:
 
 def ctx_for(round_number: int = 1, targets: tuple[float, ...] = (), **game) -> RoundContext:
     return RoundContext(round_number, SEED, GameSpec(**game), 50, targets)
-
-
-class NoModel:
-    """LLMPolicy.requests never calls the model; act() is tested against the real one."""
-
-    identity = {"engine": "none"}
-
-    async def generate(self, requests, params):  # pragma: no cover - never awaited here
-        raise AssertionError("requests() must not call the model")
 
 
 # --------------------------------------------------------------------------- random
@@ -210,7 +202,7 @@ def two_rounds_shard(n: int = 6) -> AgentShard:
 def test_llm_requests_share_the_system_message_and_put_it_first():
     shard = shard_of(6)
     ctx = ctx_for(rounds=3)
-    requests = LLMPolicy(NoModel()).requests(shard, ctx)
+    requests = Prompts().chats(shard, ctx)
     assert len(requests) == 6 and all(isinstance(r, ChatRequest) for r in requests)
     systems = {r.messages[0]["content"] for r in requests}
     assert systems == {rules_text(ctx.game, ctx.n_players)}
@@ -224,7 +216,7 @@ def test_llm_requests_put_the_persona_after_the_shared_question():
     ctx = ctx_for(rounds=3)
     question = round_question(ctx.game, 1, ())
     for request, persona in zip(
-        LLMPolicy(NoModel()).requests(shard, ctx), shard.personas["persona"], strict=True
+        Prompts().chats(shard, ctx), shard.personas["persona"], strict=True
     ):
         user = request.messages[1]["content"]
         assert user.startswith(question)
@@ -233,7 +225,7 @@ def test_llm_requests_put_the_persona_after_the_shared_question():
 
 def test_llm_requests_leave_the_persona_out_when_disabled():
     ctx = ctx_for(prompt=PromptSpec(persona=False))
-    requests = LLMPolicy(NoModel()).requests(shard_of(3), ctx)
+    requests = Prompts().chats(shard_of(3), ctx)
     assert all("Persona" not in r.messages[1]["content"] for r in requests)
     assert len({r.messages[1]["content"] for r in requests}) == 1
 
@@ -243,7 +235,7 @@ def test_llm_requests_in_round_two_show_the_target_and_own_numbers():
     ctx = ctx_for(2, (27.5,), rounds=3)
     question = round_question(ctx.game, 2, (27.5,))
     assert "27.5" in question
-    requests = LLMPolicy(NoModel()).requests(shard, ctx)
+    requests = Prompts().chats(shard, ctx)
     for i, request in enumerate(requests[:-1]):
         user = request.messages[1]["content"]
         assert user.startswith(question)
@@ -254,28 +246,28 @@ def test_llm_requests_in_round_two_show_the_target_and_own_numbers():
 
 
 def test_llm_request_seeds_differ_per_agent_and_are_reproducible():
-    policy = LLMPolicy(NoModel())
-    seeds = [r.seed for r in policy.requests(shard_of(8), ctx_for())]
+    policy = Prompts()
+    seeds = [r.seed for r in policy.chats(shard_of(8), ctx_for())]
     assert len(set(seeds)) == 8
     assert all(0 <= s < 2**31 for s in seeds)
-    assert seeds == [r.seed for r in policy.requests(shard_of(8), ctx_for())]
-    assert seeds != [r.seed for r in policy.requests(shard_of(8), ctx_for(2, (3.0,)))]
+    assert seeds == [r.seed for r in policy.chats(shard_of(8), ctx_for())]
+    assert seeds != [r.seed for r in policy.chats(shard_of(8), ctx_for(2, (3.0,)))]
     # seeds belong to agents, not to positions in a shard
     back = AgentShard(1, shard_of(8).personas.iloc[4:], 1)
-    assert [r.seed for r in policy.requests(back, ctx_for())] == seeds[4:]
+    assert [r.seed for r in policy.chats(back, ctx_for())] == seeds[4:]
 
 
 def test_llm_requests_carry_the_integer_constraint():
-    policy = LLMPolicy(NoModel())
-    (request,) = policy.requests(shard_of(1), ctx_for(low=0.5, high=10.5))
+    policy = Prompts()
+    (request,) = policy.chats(shard_of(1), ctx_for(low=0.5, high=10.5))
     assert request.constraint is not None
     assert request.constraint.integer_range == (1, 10)
-    (free,) = LLMPolicy(NoModel(), constrained=False).requests(shard_of(1), ctx_for())
+    (free,) = Prompts(constrained=False).chats(shard_of(1), ctx_for())
     assert free.constraint is None
 
 
 def test_llm_constraint_stays_inside_negative_ranges():
-    (request,) = LLMPolicy(NoModel()).requests(shard_of(1), ctx_for(low=-10.5, high=-2.5))
+    (request,) = Prompts().chats(shard_of(1), ctx_for(low=-10.5, high=-2.5))
     assert request.constraint.integer_range == (-10, -3)
 
 

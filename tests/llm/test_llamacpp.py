@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from workbench.agents.policies import LLMPolicy
+from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import GameSpec, ModelSpec
 from workbench.errors import ModelError
@@ -25,7 +26,7 @@ GAME = GameSpec(rounds=2)
 def persona_requests(personas, round_number: int = 1, seed: int = 11) -> list[ChatRequest]:
     shard = AgentShard(0, personas, GAME.rounds)
     ctx = RoundContext(round_number, seed, GAME, len(personas))
-    return LLMPolicy(LlamaCppModel()).requests(shard, ctx)
+    return Prompts().chats(shard, ctx)
 
 
 @pytest.mark.slow
@@ -36,7 +37,7 @@ def test_real_llamacpp_answer_for_a_persona_prompt_is_parsed_as_a_number(
     policy = LLMPolicy(embedded_model, PARAMS)
     shard = AgentShard(0, personas, GAME.rounds)
     ctx = RoundContext(1, 11, GAME, len(personas))
-    requests = policy.requests(shard, ctx)
+    requests = Prompts().chats(shard, ctx)
     assert all(
         p in r.messages[1]["content"] for p, r in zip(personas["persona"], requests, strict=True)
     )

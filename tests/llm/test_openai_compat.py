@@ -22,7 +22,7 @@ import pytest
 from cli_helpers import in_process
 from fake_openai import FakeServer, Reply, completion
 
-from workbench.agents.policies import LLMPolicy
+from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import GameSpec, ModelSpec
 from workbench.errors import ConfigError, ModelError, RoundFailedError, one_line
@@ -48,10 +48,10 @@ def ask(seed: int = 0, constraint: OutputConstraint | None = NUMBER) -> ChatRequ
 
 
 def persona_requests(model: ChatModel, personas, seed: int = 11) -> list[ChatRequest]:
-    """Round 1's requests for `personas`, built by the LLM policy as a simulation builds them."""
+    """Round 1's requests for `personas`, built as a simulation builds them."""
     shard = AgentShard(0, personas, GAME.rounds)
     ctx = RoundContext(1, seed, GAME, len(personas))
-    return LLMPolicy(model, PARAMS).requests(shard, ctx)
+    return Prompts().chats(shard, ctx)
 
 
 def generate(model: OpenAICompatModel, requests, params: SamplingParams = PARAMS):

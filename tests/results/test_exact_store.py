@@ -21,7 +21,7 @@ from workbench.results import verify_bundle
 from workbench.results.exact import from_tables
 from workbench.results.layout import exact_paths
 from workbench.runtime import Simulation
-from workbench.runtime.exact_groups import exact_round
+from workbench.runtime.exact_rounds import exact_round
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from cli_helpers import workbench
 
 from workbench._examples import example_path
 from workbench.agents.context_probes import longest_number, probe_requests
-from workbench.agents.policies import LLMPolicy
+from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import GameSpec, load_run_config
 from workbench.errors import NO_RESUME, ConfigError, RoundFailedError
@@ -69,11 +69,11 @@ def test_a_run_that_fits_passes_the_check_and_the_estimate_covers_a_real_last_ro
     estimate = max(len(chat_tokens(llm, formatter, r)[0]) for r in probes)
     # real round-5 prompts: every agent, with a history of typical numbers and of invalid ones
     shard = AgentShard(0, sim.personas, config.game.rounds)
-    policy = LLMPolicy(model, params)
+    prompts = Prompts.of(config)
     for history in ((33.33, 22.22, 14.81, 9.88), (math.nan, 100, math.nan, 0)):
         shard.guesses[:, :4] = history
         ctx = RoundContext(5, config.seed, config.game, config.n_agents, history)
-        real = max(len(chat_tokens(llm, formatter, r)[0]) for r in policy.requests(shard, ctx))
+        real = max(len(chat_tokens(llm, formatter, r)[0]) for r in prompts.chats(shard, ctx))
         assert real <= estimate
     with pytest.raises(ConfigError, match=r"^model\.n_ctx: 64 tokens cannot hold round 5's"):
         LlamaCppModel(n_ctx=64).check_fits(probes, params)

@@ -204,7 +204,7 @@ def test_llm_policy_uses_the_configured_embedded_model(make_config):
     assert isinstance(policy, LLMPolicy) and isinstance(policy.model, LlamaCppModel)
     assert (policy.model.n_ctx, policy.model.n_threads) == (1024, 1)
     assert (policy.params.max_tokens, policy.params.temperature) == (3, 0.2)
-    assert policy.constrained
+    assert policy.prompts.constrained
     assert sim.describe_model()["engine"] == "llama.cpp"
 
 

@@ -1,7 +1,7 @@
 """The longest prompts a run can send, built before it starts, so a model can say they cannot fit.
 
 A prompt grows each round: the winning numbers so far and the agent's own earlier numbers join
-it. Before a run writes anything, `probe_requests` builds, with `LLMPolicy.requests` itself, the
+it. Before a run writes anything, `probe_requests` builds, with the run's own `Prompts`, the
 prompts of the agents with the longest persona texts (per model of a mix): in round 1, and in
 the last round with a history of the longest numbers the game can produce, or of invalid rounds
 ("no valid number"), whichever tokenizes longer; and, when the policy makes the extraction call,
@@ -15,12 +15,11 @@ import math
 
 import pandas as pd
 
-from workbench.agents.policies import LLMPolicy
+from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import GameSpec, LLMPolicySpec, RunConfig
 from workbench.game.prompts import format_number
 from workbench.llm.base import ChatRequest, SamplingParams
-from workbench.llm.chat_model import ChatModel
 
 __all__ = ["longest_number", "probe_requests"]
 
@@ -48,19 +47,19 @@ def probe_requests(
     if not isinstance(config.policy, LLMPolicySpec):
         return []
     game = config.game
-    policy = LLMPolicy(_NoModel(), params, extract_number=config.policy.extract_number)
+    prompts = Prompts.of(config)
     shard = AgentShard(0, _longest_personas(personas), game.rounds)
     first = RoundContext.of(config)
-    requests = policy.requests(shard, first)
+    requests = prompts.chats(shard, first)
     last = game.rounds
     for fill in (longest_number(game), math.nan):
         shard.guesses[:, :] = fill
         history = (fill,) * (last - 1)
         ctx = RoundContext.of(config, last, history)
-        requests += policy.requests(shard, ctx)
-    if policy.extract_number != "never":
+        requests += prompts.chats(shard, ctx)
+    if prompts.extract_number != "never":
         answer = " ".join([format_number(longest_number(game))] * params.max_tokens)
-        requests += [policy.extraction_request(r, answer, first) for r in requests]
+        requests += [prompts.extraction(r, answer, first) for r in requests]
     return requests
 
 
@@ -77,11 +76,3 @@ def _longest_personas(personas: pd.DataFrame) -> pd.DataFrame:
     longest = lengths.sort_values("length", ascending=False, kind="stable")
     rows = longest.groupby("model", sort=False).head(LONGEST_PERSONAS).index
     return personas.iloc[sorted(rows)]
-
-
-class _NoModel(ChatModel):
-    """Stands for the model while prompts are only built (nothing is ever asked)."""
-
-    @property
-    def identity(self) -> dict[str, str]:
-        return {"engine": "none"}

@@ -11,11 +11,11 @@ import asyncio
 from typing import Protocol
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from workbench.agents import streams
-from workbench.agents.distribution import act_by_distribution
+from workbench.agents.draws import Ask, DrawnAnswers, GeneratedAnswers, decide
+from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext, decisions_table
 from workbench.config import (
     ExtractNumber,
@@ -24,20 +24,8 @@ from workbench.config import (
     RandomPolicySpec,
     extract_mode,
 )
-from workbench.game import (
-    Status,
-    answer_prefer,
-    parse_answers,
-    rules_text,
-    user_message,
-)
-from workbench.llm.base import (
-    ChatRequest,
-    ChatResult,
-    OutputConstraint,
-    SamplingParams,
-    with_extraction,
-)
+from workbench.game import Status
+from workbench.llm.base import SamplingParams
 from workbench.llm.chat_model import ChatModel, as_chat_model
 from workbench.llm.distribution.walk import TrieCounts
 
@@ -140,12 +128,6 @@ class LevelKPolicy:
         return decisions_table(ids, ctx.round, guesses, Status.OK, raw=raw)
 
 
-def _column_text(column: pd.Series, rows: np.ndarray | None) -> list[str]:
-    """A persona column's values as text, for every agent or only those at `rows`."""
-    picked = column if rows is None else column.iloc[rows]
-    return picked.astype(str).tolist()
-
-
 def _draw(u: np.ndarray, shares: dict[int, float]) -> np.ndarray:
     """Inverse-CDF draw of depths from a {depth: share} table."""
     depths = np.array(sorted(shares), dtype=np.int64)
@@ -155,16 +137,14 @@ def _draw(u: np.ndarray, shares: dict[int, float]) -> np.ndarray:
 
 
 class LLMPolicy:
-    """Agents ask a chat model: prompts built as a batch, one batched call, answers parsed.
+    """Agents ask a chat model: the round's prompts (`agents.prompts`), the model's answers
+    (drawn in distribution mode, else one generation per agent) and one decision
+    (`agents.draws.decide`).
 
     `extract_number` (the paper's second call, "which number did this answer choose?"):
     "never"; "fallback" for answers that state no answer (parsed with `stated_only`, so a stray
     number in the reasoning is never taken); "always" for every answer (the paper's protocol).
-    True and False read as "fallback" and "never". Whenever the extraction call is made, it
-    decides the agent's guess and status, its failure included (a timed-out extraction is a
-    timeout), and the stored raw holds both texts (`with_extraction`; a failed extraction's
-    error text in the brackets). Failed answers and blank ones are never sent to it: there is
-    nothing to extract, and a constrained extraction of nothing would invent a number.
+    True and False read as "fallback" and "never".
     """
 
     def __init__(
@@ -177,138 +157,23 @@ class LLMPolicy:
     ) -> None:
         self.model = as_chat_model(model, "LLMPolicy(model=...)")
         self.params = params or SamplingParams()
-        self.constrained = constrained
-        self.extract_number = extract_mode(extract_number)
+        self.prompts = Prompts(constrained, extract_mode(extract_number))
         self.counts = TrieCounts()  # what distribution mode did, over every round so far
-
-    def requests(
-        self, shard: AgentShard, ctx: RoundContext, rows: np.ndarray | None = None
-    ) -> list[ChatRequest]:
-        """Each agent's chat (or only the agents at positions `rows`): the shared rules and round
-        question, then its persona and memory."""
-        game = ctx.game
-        system = {"role": "system", "content": rules_text(game, ctx.n_players, ctx.population_note)}
-        picked = slice(None) if rows is None else rows
-        ids = shard.agent_ids[picked]
-        personas = (
-            _column_text(shard.personas["persona"], rows)
-            if "persona" in shard.personas
-            else [None] * len(ids)
-        )
-        own = shard.guesses[picked, : ctx.round - 1].tolist()
-        seeds = streams.request_seeds(ctx.seed, ids, ctx.round).tolist()
-        constraint = None
-        if self.constrained:
-            constraint = OutputConstraint(
-                integer_range=(int(np.ceil(game.low)), int(np.floor(game.high)))
-            )
-        targets = ctx.previous_targets
-        models = (
-            _column_text(shard.personas["model"], rows)
-            if "model" in shard.personas
-            else [None] * len(ids)
-        )
-        return [
-            ChatRequest(
-                (system, {"role": "user", "content": user_message(game, ctx.round, targets, p, g)}),
-                seed=seed,
-                constraint=constraint,
-                agent_id=agent,
-                round=ctx.round,
-                model=model,
-            )
-            for p, g, seed, agent, model in zip(
-                personas, own, seeds, ids.tolist(), models, strict=True
-            )
-        ]
 
     @property
     def distribution(self) -> bool:
         """Whether answers are drawn in distribution mode: constrained integer answers from a
         model that supports it (`model.sampling`); free text is one generation per agent."""
-        return self.constrained and self.model.draws_answers()
+        return self.prompts.constrained and self.model.draws_answers()
 
     async def act(self, shard: AgentShard, ctx: RoundContext) -> pa.Table:
-        """One batched model call for the shard, every answer parsed with a status, then one
-        batched extraction call for the answers `extract_number` sends to it; in distribution
-        mode, one draw per distinct prompt (`agents.distribution`)."""
+        """Prompts, then the model's answers, then the decision: in distribution mode one
+        chat per distinct prompt, its agents' answers drawn; otherwise one chat per agent."""
+        ask: Ask
         if self.distribution:
-            return await act_by_distribution(self, shard, ctx)
-        requests = self.requests(shard, ctx)
-        results = await self.model.generate(requests, self.params)
-        texts = [r.text for r in results]
-        guesses, statuses = parse_answers(
-            texts,
-            [r.error_kind for r in results],
-            ctx.game.low,
-            ctx.game.high,
-            prefer=answer_prefer(ctx.game),
-            stated_only=self.extract_number == "fallback",
-        )
-        raw = [r.text if r.error is None else r.error for r in results]
-        latency = np.array([r.latency_s for r in results])
-        prompt_tokens = np.array([r.prompt_tokens for r in results])
-        completion_tokens = np.array([r.completion_tokens for r in results])
-        extracted = np.zeros(len(results), dtype=bool)
-        todo = self._to_extract(results, statuses)
-        if len(todo):
-            answers = await self.model.generate(
-                [self.extraction_request(requests[i], texts[i] or "", ctx) for i in todo],
-                self.params,
-            )
-            again, again_status = parse_answers(  # read as a direct answer: its first number
-                [r.text for r in answers],
-                [r.error_kind for r in answers],
-                ctx.game.low,
-                ctx.game.high,
-            )
-            guesses[todo], statuses[todo], extracted[todo] = again, again_status, True
-            for i, answer in zip(todo.tolist(), answers, strict=True):  # the agent's cost too
-                latency[i] += answer.latency_s
-                prompt_tokens[i] += answer.prompt_tokens
-                completion_tokens[i] += answer.completion_tokens
-                said = answer.text if answer.error is None else answer.error
-                raw[i] = with_extraction(raw[i], said or "")
-        return decisions_table(
-            shard.agent_ids,
-            ctx.round,
-            guesses,
-            statuses,
-            raw=raw,
-            latency_s=latency,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            extracted=extracted,
-        )
-
-    def _to_extract(self, results: list[ChatResult], statuses: np.ndarray) -> np.ndarray:
-        """Indices of the answers the extraction call decides: none (never), those that state
-        no answer (fallback) or all (always); never a failed or a blank answer."""
-        if self.extract_number == "never":
-            return np.array([], dtype=np.int64)
-        wanted = statuses == Status.NO_NUMBER if self.extract_number == "fallback" else True
-        answered = np.array(
-            [r.error is None and bool(r.text and r.text.strip()) for r in results], dtype=bool
-        )
-        return np.flatnonzero(answered & wanted)
-
-    def extraction_request(
-        self, request: ChatRequest, answer: str, ctx: RoundContext
-    ) -> ChatRequest:
-        """The paper's second call: which number did this free-form answer choose?"""
-        game = ctx.game
-        question = (
-            "Here is a player's answer in a number-choosing game. Which number between "
-            f"{game.low:g} and {game.high:g} did the player finally choose? Reply with that "
-            f"number only.\n\nAnswer:\n{answer}"
-        )
-        low, high = int(np.ceil(game.low)), int(np.floor(game.high))
-        return ChatRequest(
-            ({"role": "user", "content": question},),
-            seed=request.seed + 1,
-            constraint=OutputConstraint(integer_range=(low, high)),
-            agent_id=request.agent_id,
-            round=request.round,
-            model=request.model,
-            step="extract",
-        )
+            prompts = self.prompts.grouped(shard, ctx)
+            ask = DrawnAnswers(self.model, self.params, ctx, self.counts)
+        else:
+            prompts = self.prompts.each(shard, ctx)
+            ask = GeneratedAnswers(self.model, self.params)
+        return await decide(prompts, ask, ctx, self.prompts)

@@ -29,12 +29,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from workbench.agents.policies import LLMPolicy
+from workbench.agents.prompts import Prompts
 from workbench.agents.shard import RoundContext, split_into_shards
 from workbench.config import LLMPolicySpec, PopulationSpec, RunConfig, load_run_config, validate
 from workbench.errors import ConfigError
 from workbench.game import RoundStats
-from workbench.llm import make_model
+from workbench.llm import make_model, sampling_params
 from workbench.llm.embedded.engine import EngineCounters
 from workbench.llm.embedded.llamacpp import LlamaCppModel
 from workbench.runtime import Simulation
@@ -246,15 +246,14 @@ def baseline_s_per_agent(config: RunConfig, model: LlamaCppModel, agents: int) -
     """Seconds per agent for round 1's first `agents` prompts, each evaluated from a cleared
     context in input order (no prefix reuse): what the reuse saves."""
     sim = Simulation(config, model=model)
-    policy = sim.make_policy()
-    assert isinstance(policy, LLMPolicy)  # checked by bench_config
     cfg = sim.config
     shard = split_into_shards(sim.personas.head(agents), agents, 1)[0]
-    requests = policy.requests(shard, RoundContext.of(cfg))
+    requests = Prompts.of(cfg).chats(shard, RoundContext.of(cfg))
+    model.load()
     model.reuse_prefix = False
     try:
         start = time.perf_counter()
-        asyncio.run(model.generate(requests, policy.params))
+        asyncio.run(model.generate(requests, sampling_params(cfg.model)))
         return (time.perf_counter() - start) / len(requests)
     finally:
         model.reuse_prefix = True

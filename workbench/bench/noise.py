@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workbench.agents.factory import make_policy
-from workbench.agents.policies import LLMPolicy
+from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.bench.embedded import bench_config, bench_settings
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
+from workbench.llm import sampling_params
 from workbench.llm.distribution.embedded import WholePromptModel, WholePromptScorer
 from workbench.results import Bundle
 from workbench.results.exact import ExactRound
@@ -32,7 +32,7 @@ from workbench.results.exact_gaps import NUMERICS_FACTOR, beyond_numerics
 from workbench.results.layout import MANIFEST
 from workbench.runtime import Simulation
 from workbench.runtime.blocking import run_blocking
-from workbench.runtime.exact_groups import exact_of
+from workbench.runtime.exact_rounds import exact_of
 from workbench.runtime.prompt_walks import PromptWalks, walk_prompts
 
 SCHEMES: tuple[str, str] = ("pieces", "whole")
@@ -143,14 +143,13 @@ async def anoise_of(cfg: RunConfig, by: str | None = None) -> NoiseReport:
     columns = tuple(c for c in personas.columns if c not in ("agent_id", "persona"))
     if by not in personas:
         raise ConfigError(f"--by: {by!r} is not a persona column; one of {list(columns)}")
-    policy = make_policy(cfg, model)
-    assert isinstance(policy, LLMPolicy)
+    prompts, params = Prompts.of(cfg), sampling_params(cfg.model)
     shard = AgentShard(0, personas, 1)
     ctx = RoundContext.of(cfg)
     model.load()
-    pieces = _exact(await walk_prompts(policy, shard, ctx), personas)
+    pieces = _exact(await walk_prompts(prompts, shard, ctx, model.node_scorer(), params), personas)
     whole_scorer = WholePromptScorer(WholePromptModel(model))
-    whole = _exact(await walk_prompts(policy, shard, ctx, whole_scorer), personas)
+    whole = _exact(await walk_prompts(prompts, shard, ctx, whole_scorer, params), personas)
     a, b = pieces.groups(by).set_index(by), whole.groups(by).set_index(by)
     shares_a, shares_b = pieces.shares(by), whole.shares(by)
     population = pieces.expected()[0]

@@ -7,7 +7,8 @@ hits), prompt tokens evaluated, decodes, draws (agent-steps), the seconds spent 
 and the process's peak resident set. Then the log-log slope of seconds against N, the seconds
 per node evaluated (the engine's share is flat; the rest is per-agent work), today's per-agent
 path (`sampling: server`) at the largest N it finishes in about a minute as the baseline, the
-exactness check (`runtime.exactness.check_exact`) at the smallest N, and the issue's targets.
+check of each agent alone (`runtime.alone_check.check_alone`) at the smallest N, and the
+issue's targets.
 Numbers are reported, never asserted.
 """
 
@@ -139,8 +140,7 @@ def measure(spec: ChildSpec) -> ScaleRun:
             cost.row_calls = counters.row_calls
             if spec.sampling == "server":
                 cost.prompts = counters.requests
-            else:
-                assert isinstance(backend.policy, LLMPolicy)
+            elif isinstance(backend.policy, LLMPolicy):  # distribution mode's own counts
                 totals = backend.policy.counts.as_dict()
                 now = {k: v - before.get(k, 0) for k, v in totals.items()}
                 before.update(totals)
@@ -163,9 +163,9 @@ def measure(spec: ChildSpec) -> ScaleRun:
         cost.seconds = float(seconds)  # the bundle's own figure
     run.peak_mib = peak_rss_mib()  # before the check, which loads nothing new but may grow
     if spec.exact_agents > 0 and spec.sampling == "workbench":
-        from workbench.runtime.exactness import check_exact
+        from workbench.runtime.alone_check import check_alone
 
-        report = check_exact(bundle, model or embedded_model(config), spec.exact_agents)
+        report = check_alone(bundle, model or embedded_model(config), spec.exact_agents)
         run.exact_checked, run.exact_mismatches = report.checked, len(report.mismatches)
     return run
 

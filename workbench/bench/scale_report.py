@@ -218,7 +218,7 @@ def report_text(report: ScaleReport) -> str:
     smallest = next((r.n for r in report.runs if r.exact_checked), None)
     where = f"first {report.exact_agents} agents at N={smallest:,}" if smallest else "none"
     lines.append(
-        f"exact: {exact['verdict']} (check_exact, {where}, every round: {exact['checked']} "
+        f"exact: {exact['verdict']} (each agent alone, {where}, every round: {exact['checked']} "
         f"answers recomputed alone, {exact['mismatches']} differ)"
     )
     lines.append("targets:")

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from workbench.agents.policies import LLMPolicy
+from workbench.agents.prompts import Prompts
 from workbench.agents.shard import RoundContext, split_into_shards
 from workbench.bench import DEFAULT_SPEC
 from workbench.config import RunConfig, load_population_spec
@@ -134,7 +134,7 @@ def served_bench(
         shard = split_into_shards(sim.personas, n, 1)[0]
         model = OpenAICompatModel.from_spec(config.model)
         asyncio.run(model.check())  # the constraint mode the server honours, proven
-        requests = LLMPolicy(model).requests(shard, RoundContext.of(sim.config))
+        requests = Prompts().chats(shard, RoundContext.of(sim.config))
         params = sampling_params(config.model)
         bodies = [model.body(r, params, base) for r in requests]
         mode = model.mode_for(requests[0], base)  # what the answers are sent with

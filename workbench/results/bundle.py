@@ -384,7 +384,7 @@ class Bundle:
                 f"{self.path}: round {round_number} has no stored exact distributions "
                 f"({'kept for rounds ' + str(kept) if kept else 'the run did not keep them'}); "
                 "run with output.exact_distributions: true, or compute them with "
-                "workbench.runtime.exact_groups.exact_round(bundle, model, round)"
+                "workbench.runtime.exact_rounds.exact_round(bundle, model, round)"
             )
         prompts_path, agents_path = (
             relative(self.path, p) for p in exact_paths(self.path, round_number)

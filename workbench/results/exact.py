@@ -1,7 +1,7 @@
 """Exact answer distributions of a round: what its agents drew from, beside what they drew.
 
 In distribution mode each agent's answer is a draw from its own prompt's answer distribution
-under the sampling law. With every distinct prompt walked whole (`runtime.exact_groups`), a
+under the sampling law. With every distinct prompt walked whole (`runtime.exact_rounds`), a
 group's expected mean and spread are known, not only sampled, so a difference between groups can
 be told from sampling noise. A run with `output.exact_distributions` keeps them in its bundle:
 

@@ -35,12 +35,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workbench.agents.factory import make_policy
-from workbench.agents.policies import LLMPolicy
+from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import LLMPolicySpec, RunConfig
+from workbench.llm import sampling_params
+from workbench.llm.base import SamplingParams
 from workbench.llm.chat_model import ChatModel
 from workbench.llm.distribution.exact import ExactWalk
+from workbench.llm.distribution.scorer import NodeScorer
 from workbench.llm.mix import ModelMix
 from workbench.runtime.prompt_walks import common_prefix, distinct_prefix_tokens, walk_prompts
 
@@ -124,17 +126,26 @@ async def estimate_run(
     return _summed(shares, n)
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """What the estimated agents are asked and of which model, with its sampling params."""
+
+    prompts: Prompts
+    model: ChatModel
+    params: SamplingParams
+
+
 async def _estimate(
     cfg: RunConfig, model: ChatModel, personas: pd.DataFrame, first: RoundContext
 ) -> RunEstimate:
     """The estimate of `personas` (all agents, or one model's share) asking `model` in a game
     of `first.n_players`."""
-    policy = make_policy(cfg, model)
-    assert isinstance(policy, LLMPolicy)
+    model.load()
+    asked = _Asked(Prompts.of(cfg), model, sampling_params(cfg.model))
     shard = AgentShard(0, personas, cfg.game.rounds)
-    if not policy.distribution:
-        return await _per_agent(policy, shard, first)
-    return await _distribution(policy, shard, first)
+    if not (asked.prompts.constrained and model.draws_answers()):
+        return await _per_agent(asked, shard, first)
+    return await _distribution(asked, shard, first)
 
 
 def _summed(shares: dict[str, RunEstimate], n: int) -> RunEstimate:
@@ -160,14 +171,14 @@ def _summed(shares: dict[str, RunEstimate], n: int) -> RunEstimate:
     return RunEstimate(mode, n, rates, rows)
 
 
-async def _per_agent(policy: LLMPolicy, shard: AgentShard, first: RoundContext) -> RunEstimate:
+async def _per_agent(asked: _Asked, shard: AgentShard, first: RoundContext) -> RunEstimate:
     """One request per agent and round, at the rate of two requests timed here."""
     n, rounds = len(shard), shard.rounds
-    sample = policy.requests(shard, first, rows=np.arange(min(2, len(shard.agent_ids))))
+    sample = asked.prompts.chats(shard, first, rows=np.arange(min(2, len(shard.agent_ids))))
     start = time.perf_counter()
-    await policy.model.generate(sample, policy.params)
+    await asked.model.generate(sample, asked.params)
     per_request = (time.perf_counter() - start) / len(sample)
-    calls = 2 if policy.extract_number == "always" else 1
+    calls = 2 if asked.prompts.extract_number == "always" else 1
     rows = tuple(
         RoundEstimate(r, n * calls, n * calls, 0, 0, n * calls * per_request)
         for r in range(1, rounds + 1)
@@ -175,10 +186,11 @@ async def _per_agent(policy: LLMPolicy, shard: AgentShard, first: RoundContext) 
     return RunEstimate("one generation per agent", n, {"s_per_request": per_request}, rows)
 
 
-async def _distribution(policy: LLMPolicy, shard: AgentShard, first: RoundContext) -> RunEstimate:
+async def _distribution(asked: _Asked, shard: AgentShard, first: RoundContext) -> RunEstimate:
     """Round 1 counted and walked exactly; later rounds from histories drawn as in round 1."""
     n, rounds = len(shard), shard.rounds
-    found = await walk_prompts(policy, shard, first)
+    scorer = asked.model.node_scorer()
+    found = await walk_prompts(asked.prompts, shard, first, scorer, asked.params)
     firsts, sizes, tokens, walks = found.firsts, found.sizes, found.tokens, found.walks
     order = found.order
     evaluated = distinct_prefix_tokens(tokens)
@@ -195,7 +207,8 @@ async def _distribution(policy: LLMPolicy, shard: AgentShard, first: RoundContex
     out = [RoundEstimate(1, len(firsts), len(firsts), evaluated, round(nodes1), 0.0)]
     out[0] = _with_seconds(out[0], seconds(evaluated, nodes1, len(firsts)))
     if rounds > 1:
-        persona, tail = await _later_tokens(policy, shard, first, firsts)
+        assert scorer is not None  # walk_prompts refuses a model without one
+        persona, tail = await _later_tokens(asked.prompts, scorer, shard, first, firsts)
         drawn = _histories(walks, sizes, rounds - 1, first.seed)
         for number in range(2, rounds + 1):
             prompts, nodes = 0, 0.0
@@ -242,13 +255,15 @@ def _histories(
 
 
 async def _later_tokens(
-    policy: LLMPolicy, shard: AgentShard, first: RoundContext, firsts: np.ndarray
+    prompts: Prompts,
+    scorer: NodeScorer,
+    shard: AgentShard,
+    first: RoundContext,
+    firsts: np.ndarray,
 ) -> tuple[dict[int, int], dict[int, int]]:
     """Per later round: the tokens a persona's text costs under the round's new question, and
     the tokens a distinct history adds (its last number and the answer header), measured on
     prompts built as the run builds them."""
-    scorer = policy.model.node_scorer()
-    assert scorer is not None
     picked = shard.personas.iloc[firsts[:2]] if len(firsts) > 1 else shard.personas.iloc[[0, 0]]
     persona: dict[int, int] = {}
     tail: dict[int, int] = {}
@@ -260,8 +275,8 @@ async def _later_tokens(
         other.guesses[:, number - 2] = 41.0  # the last number differs
         targets = (22.0,) * (number - 1)
         ctx = replace(first, round=number, previous_targets=targets)
-        a, b = await scorer.prompt_tokens(policy.requests(pair, ctx))
-        (c, _) = await scorer.prompt_tokens(policy.requests(other, ctx))
+        a, b = await scorer.prompt_tokens(prompts.chats(pair, ctx))
+        (c, _) = await scorer.prompt_tokens(prompts.chats(other, ctx))
         tail[number] = len(c) - common_prefix(a, c)
         persona[number] = len(a) - common_prefix(a, b) if len(firsts) > 1 else tail[number]
     return persona, tail

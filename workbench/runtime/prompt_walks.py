@@ -1,8 +1,8 @@
 """A round's distinct prompts, each walked whole: what the estimate and exact group
 distributions read.
 
-Agents are grouped as distribution mode groups them (`agents.distribution.prompt_groups`), one
-prompt is built per group with the policy's own requests, tokenized by the model, and each
+Agents are grouped as distribution mode groups them, one chat per group
+(`agents.prompts.Prompts.grouped`, from the config alone), tokenized by the model, and each
 prompt's whole answer trie is walked once (`distribution.exact.answer_walk`), in the order the
 driver walks prompts (sorted, so each shares the most with the one before).
 """
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.agents.distribution import prompt_groups
-from workbench.agents.policies import LLMPolicy
+from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.errors import ConfigError
+from workbench.llm.base import SamplingParams
 from workbench.llm.distribution.exact import ExactWalk, answer_walk
 from workbench.llm.distribution.scorer import NodeScorer
 
@@ -37,28 +37,30 @@ class PromptWalks:
 
 
 async def walk_prompts(
-    policy: LLMPolicy, shard: AgentShard, ctx: RoundContext, scorer: NodeScorer | None = None
+    prompts: Prompts,
+    shard: AgentShard,
+    ctx: RoundContext,
+    scorer: NodeScorer | None,
+    params: SamplingParams,
 ) -> PromptWalks:
-    """Group the shard's agents by prompt and walk each distinct prompt's whole trie, on the
-    policy's model's scorer or on `scorer` (another evaluation of the same model)."""
-    scorer = scorer or policy.model.node_scorer()
-    if scorer is None or not policy.constrained:
+    """Group the shard's agents by prompt and walk each distinct prompt's whole trie on
+    `scorer` (the model's, or another evaluation of the same model) under `params`."""
+    if scorer is None or not prompts.constrained:
         raise ConfigError(
             "model.sampling: whole answer distributions need distribution mode (sampling auto "
             "or workbench on a model that supports it, constrained answers)"
         )
-    codes, firsts = prompt_groups(shard, ctx)
-    sizes = np.bincount(codes, minlength=len(firsts))
-    requests = policy.requests(shard, ctx, rows=firsts)
-    tokens = await scorer.prompt_tokens(requests)
-    constraint = requests[0].constraint
+    grouped = prompts.grouped(shard, ctx)
+    tokens = await scorer.prompt_tokens(grouped.chats)
+    constraint = grouped.chats[0].constraint
     assert constraint is not None and constraint.integer_range is not None
     vocab = await scorer.vocabulary(*constraint.integer_range)
     order = sorted(range(len(tokens)), key=tokens.__getitem__)
     walks: list[ExactWalk] = [ExactWalk()] * len(tokens)
     for index in order:
-        walks[index] = await answer_walk(scorer, tokens[index], vocab, policy.params)
-    return PromptWalks(codes, firsts, sizes, list(tokens), walks, order)
+        walks[index] = await answer_walk(scorer, tokens[index], vocab, params)
+    firsts = np.array([m[0] for m in grouped.members], dtype=np.int64)
+    return PromptWalks(grouped.codes, firsts, grouped.sizes, list(tokens), walks, order)
 
 
 def distinct_prefix_tokens(prompts: Sequence[Sequence[int]]) -> int:

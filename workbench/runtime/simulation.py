@@ -59,7 +59,7 @@ from workbench.runtime.events import (
     Subscriber,
     round_note,
 )
-from workbench.runtime.exact_groups import check_exact, store_exact
+from workbench.runtime.exact_rounds import require_exact_rounds, store_exact
 from workbench.runtime.round_outcome import check_failures, round_outcome
 
 MODEL_STREAM = 0x4D0DE1
@@ -234,7 +234,7 @@ class Simulation:
                 f"game.group_by: {group_by!r} is not a persona column; known: {columns}"
             )
         if self.config.output.exact_distributions:
-            check_exact(self.config)
+            require_exact_rounds(self.config)
             if self.config.backend.kind != "local":
                 raise ConfigError(
                     "output.exact_distributions: kept on the local backend only (the walk runs "
@@ -366,7 +366,7 @@ class Simulation:
             params = sampling_params(cfg.model)  # a prompt too long for the context, too
             chat.check_fits(probe_requests(cfg, self.personas, params), params)
             if cfg.output.exact_distributions:
-                check_exact(cfg, chat)
+                require_exact_rounds(cfg, chat)
         limit = cfg.max_estimated_seconds
         if limit is not None and self._resume is None:
             estimate = await estimate_run(cfg, chat, self.personas)

@@ -16,7 +16,7 @@ from scipy import stats
 from workbench.agents.policies import LLMPolicy
 from workbench.errors import ConfigError
 from workbench.runtime import Simulation
-from workbench.runtime.exact_groups import exact_round
+from workbench.runtime.exact_rounds import exact_round
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ from workbench.config import GameSpec, RunConfig
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
 from workbench.llm.distribution.walk import STEP_STREAM, PromptGroup, TrieCounts, draw_answers
 from workbench.runtime import Simulation
-from workbench.runtime.exactness import check_exact
+from workbench.runtime.alone_check import check_alone
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +42,7 @@ def test_every_answer_equals_the_agent_alone(education_spec, embedded_model, tmp
     assert bundle.model["sampling"]["mode"] == "workbench"
     responses = bundle.responses()
     assert responses["raw"].nunique() > 10  # agents of one prompt answer differently
-    report = check_exact(bundle, embedded_model, agents=10)
+    report = check_alone(bundle, embedded_model, agents=10)
     assert report.checked == 20
     assert report.mismatches == []
 
@@ -70,7 +70,7 @@ def test_a_changed_answer_is_caught(education_spec, embedded_model, tmp_path) ->
     raw = table.column("raw").to_pylist()
     raw[0] = "7" if raw[0] != "7" else "8"
     pq.write_table(table.set_column(table.schema.get_field_index("raw"), "raw", [raw]), part)
-    report = check_exact(Bundle.open(bundle.path), embedded_model, agents=3)
+    report = check_alone(Bundle.open(bundle.path), embedded_model, agents=3)
     assert not report.exact and [m["agent_id"] for m in report.mismatches] == [0]
 
 
@@ -108,7 +108,7 @@ def test_frequencies_match_the_models_probabilities(embedded_model) -> None:
 
 def test_groups_and_prompts_are_columns(education_spec) -> None:
     """Agents with equal personas and histories share one prompt group, and no others do."""
-    from workbench.agents.distribution import members_of, prompt_groups
+    from workbench.agents.prompts import members_of, prompt_groups
     from workbench.agents.shard import AgentShard, RoundContext
     from workbench.population import sample_population
 

@@ -1,4 +1,4 @@
-"""Exact group distributions: walk each distinct prompt of a bundle's round whole.
+"""A round's exact answer distributions: walk each distinct prompt of a bundle's round whole.
 
 `runtime.prompt_walks` walks the round's prompts with the agents' memory of earlier rounds
 restored from the bundle, so every agent's answer distribution is known (`results.exact`). The
@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workbench.agents.factory import make_policy
-from workbench.agents.policies import LLMPolicy
+from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import LLMPolicySpec, RunConfig
 from workbench.errors import ConfigError
+from workbench.llm import sampling_params
 from workbench.llm.chat_model import ChatModel
 from workbench.results import Bundle, BundleWriter
 from workbench.results.exact import EXACT_VERSION, ExactRound
@@ -33,14 +33,14 @@ from workbench.runtime.prompt_walks import PromptWalks, walk_prompts
 __all__ = [
     "ExactRound",
     "aexact_round",
-    "check_exact",
     "exact_of",
     "exact_round",
+    "require_exact_rounds",
     "store_exact",
 ]
 
 
-def check_exact(cfg: RunConfig, model: ChatModel | None = None) -> None:
+def require_exact_rounds(cfg: RunConfig, model: ChatModel | None = None) -> None:
     """ConfigError unless exact distributions can be had for `cfg`'s runs: one LLM model (no
     mix) whose constrained answers are drawn in distribution mode (checked when `model` is
     given)."""
@@ -71,21 +71,22 @@ async def aexact_round(bundle: Bundle | str, model: ChatModel, round_number: int
     """Walk every distinct prompt of a bundle's round whole on `model` (see the module)."""
     opened = bundle if isinstance(bundle, Bundle) else Bundle.open(bundle)
     cfg = opened.config
-    check_exact(cfg)
+    require_exact_rounds(cfg)
     if not 1 <= round_number <= opened.rounds_count:
         raise ConfigError(
             f"round: {round_number} is not a finished round of {opened.run_id} "
             f"(1 to {opened.rounds_count})"
         )
-    policy = make_policy(cfg, model)
-    assert isinstance(policy, LLMPolicy)
+    model.load()
     personas = opened.personas()
     shard = AgentShard(0, personas, cfg.game.rounds)
     responses = opened.responses()
     shard.restore(responses[responses["round"] < round_number])
     targets = tuple(float(t) for t in opened.rounds()["target"].iloc[: round_number - 1])
     ctx = RoundContext.of(cfg, round_number, targets, game=opened.game_of(round_number))
-    found: PromptWalks = await walk_prompts(policy, shard, ctx)
+    scorer = model.node_scorer()
+    params = sampling_params(cfg.model)
+    found: PromptWalks = await walk_prompts(Prompts.of(cfg), shard, ctx, scorer, params)
     drawn = responses[responses["round"] == round_number][["agent_id", "guess"]]
     return exact_of(found, round_number, personas, drawn)
 

@@ -1,10 +1,12 @@
 """Check that distribution mode changed no answer: a bundle's answers against each agent alone.
 
+`check_alone(bundle, model)` is what `workbench bench scale` prints as its `exact` verdict.
+
 For the first agents of a finished distribution-mode bundle on the embedded model, every round's
-prompt is rebuilt per agent (the per-agent request builder, from the bundle's personas and the
+prompt is rebuilt per agent (`Prompts.chats`, from the bundle's personas and the
 agent's own recorded guesses), evaluated from a cleared context and drawn with the same sampler
 and the agent's own uniforms (`llm.distribution.embedded.reference_answer`). The bundle's raw answer
-must equal it, character for character. `workbench bench scale` prints the verdict as `exact`.
+must equal it, character for character.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from workbench.agents import streams
-from workbench.agents.policies import LLMPolicy
+from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.llm import sampling_params
 from workbench.llm.base import split_extraction
@@ -26,7 +28,7 @@ from workbench.results.bundle import Bundle
 
 
 @dataclass
-class ExactReport:
+class AloneReport:
     """How many (agent, round) answers were recomputed alone, and those that differ."""
 
     checked: int = 0
@@ -38,7 +40,7 @@ class ExactReport:
         return self.checked > 0 and not self.mismatches
 
 
-def check_exact(bundle: Bundle, model: LlamaCppModel, agents: int = 300) -> ExactReport:
+def check_alone(bundle: Bundle, model: LlamaCppModel, agents: int = 300) -> AloneReport:
     """Recompute the first `agents` agents' answers of every finished round alone (see the
     module docstring); the model must be the one that answered (same file and build)."""
     config = bundle.config
@@ -49,12 +51,12 @@ def check_exact(bundle: Bundle, model: LlamaCppModel, agents: int = 300) -> Exac
     responses = bundle.responses()
     shard.restore(responses)
     recorded = responses.set_index(["agent_id", "round"])["raw"]
-    policy = LLMPolicy(model, params, constrained=config.model.constrained)
-    report = ExactReport()
+    prompts = Prompts.of(config)
+    report = AloneReport()
     targets = rounds.sort_values("round")["target"].tolist()
     for number in sorted(int(r) for r in rounds["round"]):
         ctx = RoundContext.of(config, number, targets[: number - 1])
-        for request in policy.requests(shard, ctx):
+        for request in prompts.chats(shard, ctx):
             agent = int(request.agent_id or 0)
             ids = np.array([agent], dtype=np.int64)
 
