@@ -18,7 +18,10 @@ from workbench_docs import (
     bundle_reference,
     cli_reference,
     config_reference,
+    distribution_reference,
     env_reference,
+    errors_reference,
+    module_reference,
     notebooks,
 )
 
@@ -29,9 +32,17 @@ GENERATORS = {
     "cli.md": cli_reference.page,
     "environment.md": env_reference.page,
     "bundle-format.md": bundle_reference.page,
+    "bundle-layout.md": bundle_reference.layout_table,
+    "errors.md": errors_reference.page,
     "api-face.md": api_reference.page,
+    "api-distribution.md": distribution_reference.page,
+    "floors.md": module_reference.floors_diagram,
+    "modules.md": module_reference.page,
 }
-"""Generated page -> the function that writes its text (given a warning callback)."""
+"""Generated page -> the function that writes its text (given a warning callback). Pages with no
+title of their own are included by a written page: `bundle-layout.md` by the bundles design page
+and the bundle format, `api-distribution.md` by the `workbench.llm` API page, `floors.md` and
+`modules.md` by the architecture page."""
 
 
 def write_if_changed(path: Path, text: str) -> None:
