@@ -220,7 +220,10 @@ def test_the_architecture_page_lists_every_module_under_its_floor(tmp_path: Path
     toml.write_text('[[tool.importlinter.contracts]]\nname = "x"\ntype = "layers"\n'
                     'containers = ["workbench"]\nlayers = ["top", "(low)"]\n')  # fmt: skip
     assert mod.grouped(fake, toml) == {
-        "top": ["top.py"], "low": ["low/", "low/deep/mod.py"], mod.OUTSIDE: ["stray.py"]}  # fmt: skip
+        "top": ["top.py"],
+        "low": ["low/", "low/deep/mod.py"],
+        mod.OUTSIDE: ["stray.py"],
+    }
     assert mod.summary(fake / "stray.py") == "stray.py holds."
 
 
@@ -274,11 +277,39 @@ def test_the_api_reference_documents_the_node_scorer_with_the_fixed_logit_exampl
     warnings: list[str] = []
     text = dist.page(warnings.append)
     assert warnings == []
+    where = r"^\.\. auto(class|function):: workbench\.llm\.distribution\.[\w.]+\."
     for name in ("NodeScorer", "PromptGroup", "Node", "walk", "draw_answers"):
-        assert re.search(rf"^\.\. auto(class|function):: workbench\.llm\.distribution\.[\w.]+\.{name}$",
-                         text, flags=re.M), name  # fmt: skip
+        assert re.search(where + name + "$", text, flags=re.M), name
     assert f"class {dist.EXAMPLE[0]}(" in text and "def logits(" in text
     assert "EmbeddedNodeScorer" in text and "ServedNodeScorer" in text
     assert "{include} ../generated/api-distribution.md" in (
         DOCS / "reference" / "api" / "llm.md").read_text()  # fmt: skip
 
+
+def prose_and_code(page: Path) -> set[str]:
+    """A page's lines, stripped, leaving out the commands of its shell blocks (a command to
+    type may stand on every page that needs it)."""
+    lines, shell = set(), False
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            shell = line.startswith("```bash")
+        elif not shell:
+            lines.add(line.strip())
+    return lines
+
+
+def test_no_long_line_stands_verbatim_on_two_pages() -> None:
+    """A fact is stated on one page and linked from the others: no line of prose or code longer
+    than 60 characters appears on two pages of the docs (the README, a front page, may repeat
+    the docs; shell commands may stand wherever they are typed)."""
+    pages = [p for p in DOCS.rglob("*.md") if "_build" not in p.parts
+             and "generated" not in p.parts and "notebooks" not in p.parts]  # fmt: skip
+    seen: dict[str, str] = {}
+    repeated = []
+    for page in sorted(pages):
+        for line in prose_and_code(page):
+            if len(line) > 60:
+                if line in seen:
+                    repeated.append(f"{seen[line]} and {page.relative_to(DOCS)}: {line[:60]}")
+                seen.setdefault(line, str(page.relative_to(DOCS)))
+    assert repeated == []
