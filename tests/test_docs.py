@@ -210,7 +210,7 @@ def test_the_architecture_page_lists_every_module_under_its_floor(tmp_path: Path
     assert warnings == [] and floors.splitlines()[1].startswith("cli ")
     page = (DOCS / "design" / "architecture.md").read_text()
     for generated in ("floors.md", "modules.md"):
-        assert f"{{include}} ../reference/generated/{generated}" in page
+        assert f"{{include}} ../reference/generated/parts/{generated}" in page
     # the floors come from the contract, in its order; a module in no floor is shown apart
     fake = tmp_path / "workbench"
     for name in ("top.py", "low/__init__.py", "low/deep/mod.py", "stray.py"):
@@ -243,9 +243,9 @@ def test_the_bundle_layout_is_generated_from_the_layout_module() -> None:
         (row,) = [line for line in table.splitlines() if f"| `{name}` |" in line]
         assert f"`{value}" in row and docs[name] in row
     assert "`exact/round-1/prompts.parquet`" in table  # from exact_paths
-    assert "{include} ../reference/generated/bundle-layout.md" in (
+    assert "{include} ../reference/generated/parts/bundle-layout.md" in (
         DOCS / "design" / "bundles.md").read_text()  # fmt: skip
-    assert "{include} bundle-layout.md" in bundle.page(warnings.append)
+    assert "{include} parts/bundle-layout.md" in bundle.page(warnings.append)
 
 
 def test_the_errors_page_lists_every_error_class_with_its_exit_status() -> None:
@@ -282,7 +282,7 @@ def test_the_api_reference_documents_the_node_scorer_with_the_fixed_logit_exampl
         assert re.search(where + name + "$", text, flags=re.M), name
     assert f"class {dist.EXAMPLE[0]}(" in text and "def logits(" in text
     assert "EmbeddedNodeScorer" in text and "ServedNodeScorer" in text
-    assert "{include} ../generated/api-distribution.md" in (
+    assert "{include} ../generated/parts/api-distribution.md" in (
         DOCS / "reference" / "api" / "llm.md").read_text()  # fmt: skip
 
 
@@ -313,3 +313,21 @@ def test_no_long_line_stands_verbatim_on_two_pages() -> None:
                     repeated.append(f"{seen[line]} and {page.relative_to(DOCS)}: {line[:60]}")
                 seen.setdefault(line, str(page.relative_to(DOCS)))
     assert repeated == []
+
+
+def test_the_pages_name_only_files_that_exist() -> None:
+    """A module, test or script a page names by its path (`tests/llm/test_one_law.py`,
+    `llm/distribution/walk.py`) exists, at the repository's root or in the package: a rename
+    that forgets a page fails here, not in a reader's hands."""
+    made_by_runs = {"notebooks/results/", "tests/artifacts/screenshots/"}
+    pages = [p for p in DOCS.rglob("*.md") if "_build" not in p.parts
+             and "generated" not in p.parts] + [ROOT / "README.md"]  # fmt: skip
+    span = re.compile(r"`([\w.-]+(?:/[\w.-]+)+/?)`")
+    missing = []
+    for page in pages:
+        for path in span.findall(page.read_text()):
+            named = path.endswith(".py") or path.startswith(("workbench/", "tests/", ".ci/"))
+            if named and path not in made_by_runs:
+                if not any((base / path).exists() for base in (ROOT, ROOT / "workbench")):
+                    missing.append(f"{page.relative_to(ROOT)}: {path}")
+    assert missing == []

@@ -105,7 +105,7 @@ def page(warn: Warn) -> str:
         "",
         "## Files and folders",
         "",
-        "```{include} bundle-layout.md",
+        "```{include} parts/bundle-layout.md",
         "```",
         "",
         "## Values",
