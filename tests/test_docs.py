@@ -331,3 +331,17 @@ def test_the_pages_name_only_files_that_exist() -> None:
                 if not any((base / path).exists() for base in (ROOT, ROOT / "workbench")):
                     missing.append(f"{page.relative_to(ROOT)}: {path}")
     assert missing == []
+
+
+def test_the_distribution_mode_page_states_the_laws_order_as_the_code_applies_it() -> None:
+    """The page names the sampling law's steps once, in `config.sampling.ORDER`'s order (it
+    once said two orders), and cites no test count that drifts."""
+    from workbench.config.sampling import ORDER
+
+    text = " ".join((DOCS / "design" / "distribution-mode.md").read_text().split())
+    (stated,) = re.findall(r"It applies in vLLM's order: (.*?) Every path draws by it", text)
+    at = [stated.index(step) for step in ORDER]
+    assert at == sorted(at), stated
+    assert text.count("vLLM's order") == 1  # stated once, so never twice differently
+    counts = r"tests/[\w/]+\.py`[^.]{0,300}?\b\d[\d,]* (?:answers|agents)\b"
+    assert not re.search(counts, text), "a test's size is in its docstring, not here"
