@@ -29,7 +29,15 @@ extensions = [
 ]
 
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
-exclude_patterns = ["_build", "_ext", "Thumbs.db", ".DS_Store", "README.md"]
+# reference/generated/parts: generated parts of pages, read only through their `{include}`
+exclude_patterns = [
+    "_build",
+    "_ext",
+    "Thumbs.db",
+    ".DS_Store",
+    "README.md",
+    "reference/generated/parts",
+]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 # no smart quotes: docutils would print `--estimate` outside code as an en dash and quotes as

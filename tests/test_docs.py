@@ -188,3 +188,160 @@ def test_the_build_executes_each_notebook_without_a_matching_executed_copy(
         "a.ipynb": True, "b.ipynb": False, "c.ipynb": True}  # fmt: skip
     # the next build runs nothing that ran whole
     assert nb.execute_missing([fresh, kept], executed, logged.append, warned.append) == []
+
+
+def test_the_architecture_page_lists_every_module_under_its_floor(tmp_path: Path) -> None:
+    """The module tables are generated from the package: every module of `workbench/`, a
+    package as its folder, each with its docstring's first sentence under the floor of the
+    layers contract it belongs to; one in no floor is listed apart, not dropped."""
+    mod = _ext("module_reference")
+    warnings: list[str] = []
+    text = mod.page(warnings.append)
+    assert warnings == []
+    listed = re.findall(r"^\| `([^`]+)` \| (.*) \|$", text, flags=re.M)
+    package = ROOT / "workbench"
+    every = {p.relative_to(package).as_posix() for p in package.rglob("*.py")}
+    every = {n.removesuffix("__init__.py") if n.endswith("__init__.py") else n for n in every}
+    every.discard("")
+    assert sorted(name for name, _ in listed) == sorted(every)
+    assert all(summary for _, summary in listed)
+    assert ("llm/distribution/walk.py", mod.summary(package / "llm/distribution/walk.py")) in listed
+    floors = mod.floors_diagram(warnings.append)
+    assert warnings == [] and floors.splitlines()[1].startswith("cli ")
+    page = (DOCS / "design" / "architecture.md").read_text()
+    for generated in ("floors.md", "modules.md"):
+        assert f"{{include}} ../reference/generated/parts/{generated}" in page
+    # the floors come from the contract, in its order; a module in no floor is shown apart
+    fake = tmp_path / "workbench"
+    for name in ("top.py", "low/__init__.py", "low/deep/mod.py", "stray.py"):
+        (fake / name).parent.mkdir(parents=True, exist_ok=True)
+        (fake / name).write_text(f'"""{name} holds. More."""\n')
+    toml = tmp_path / "pyproject.toml"
+    toml.write_text('[[tool.importlinter.contracts]]\nname = "x"\ntype = "layers"\n'
+                    'containers = ["workbench"]\nlayers = ["top", "(low)"]\n')  # fmt: skip
+    assert mod.grouped(fake, toml) == {
+        "top": ["top.py"],
+        "low": ["low/", "low/deep/mod.py"],
+        mod.OUTSIDE: ["stray.py"],
+    }
+    assert mod.summary(fake / "stray.py") == "stray.py holds."
+
+
+def test_the_bundle_layout_is_generated_from_the_layout_module() -> None:
+    """Every file and folder `results/layout.py` names is on the generated layout table, with
+    its own docstring there, and the bundles design page shows that table, not a hand list."""
+    from workbench.results import layout
+
+    bundle = _ext("bundle_reference")
+    warnings: list[str] = []
+    table = bundle.layout_table(warnings.append)
+    assert warnings == []
+    docs = bundle.attribute_docs(layout)
+    names = [name for name, _ in bundle.files()]
+    assert {"MANIFEST", "EXACT_DIR", "RESPONSES_DIR", "LOCK_FILE"} <= set(names)
+    for name, value in bundle.files():
+        (row,) = [line for line in table.splitlines() if f"| `{name}` |" in line]
+        assert f"`{value}" in row and docs[name] in row
+    assert "`exact/round-1/prompts.parquet`" in table  # from exact_paths
+    assert "{include} ../reference/generated/parts/bundle-layout.md" in (
+        DOCS / "design" / "bundles.md").read_text()  # fmt: skip
+    assert "{include} parts/bundle-layout.md" in bundle.page(warnings.append)
+
+
+def test_the_errors_page_lists_every_error_class_with_its_exit_status() -> None:
+    """The errors page draws the tree from the classes of `workbench/errors.py` and gives each
+    its docstring and the exit status the CLI uses for it."""
+    from workbench import errors
+
+    page = _ext("errors_reference")
+    warnings: list[str] = []
+    text = page.page(warnings.append)
+    assert warnings == []
+    classes = [v for v in vars(errors).values()
+               if isinstance(v, type) and issubclass(v, errors.WorkbenchError)]  # fmt: skip
+    assert len(classes) >= 6
+    tree = text.split("```text\n", 1)[1].split("```", 1)[0].split()
+    assert sorted(tree) == sorted(c.__name__ for c in classes)
+    for cls in classes:
+        section = text.split(f"## `{cls.__name__}`\n", 1)[1].split("\n## ", 1)[0]
+        assert f"exit status {cls.exit_status}" in section
+        assert " ".join(cls.__doc__.split()[:6]) in " ".join(section.split())
+    assert f"| `EXIT_STATUS_FAILED_RUN` | `{errors.EXIT_STATUS_FAILED_RUN}` |" in text
+    assert "generated/errors" in (DOCS / "reference" / "index.md").read_text()
+
+
+def test_the_api_reference_documents_the_node_scorer_with_the_fixed_logit_example() -> None:
+    """`NodeScorer`, the groups, the nodes, the walk and `draw_answers` are autodoc'ed where the
+    code defines them, and the test suite's fixed-logit scorer is shown as the example."""
+    dist = _ext("distribution_reference")
+    warnings: list[str] = []
+    text = dist.page(warnings.append)
+    assert warnings == []
+    where = r"^\.\. auto(class|function):: workbench\.llm\.distribution\.[\w.]+\."
+    for name in ("NodeScorer", "PromptGroup", "Node", "walk", "draw_answers"):
+        assert re.search(where + name + "$", text, flags=re.M), name
+    assert f"class {dist.EXAMPLE[0]}(" in text and "def logits(" in text
+    assert "EmbeddedNodeScorer" in text and "ServedNodeScorer" in text
+    assert "{include} ../generated/parts/api-distribution.md" in (
+        DOCS / "reference" / "api" / "llm.md").read_text()  # fmt: skip
+
+
+def prose_and_code(page: Path) -> set[str]:
+    """A page's lines, stripped, leaving out the commands of its shell blocks (a command to
+    type may stand on every page that needs it)."""
+    lines, shell = set(), False
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            shell = line.startswith("```bash")
+        elif not shell:
+            lines.add(line.strip())
+    return lines
+
+
+def test_no_long_line_stands_verbatim_on_two_pages() -> None:
+    """A fact is stated on one page and linked from the others: no line of prose or code longer
+    than 60 characters appears on two pages of the docs (the README, a front page, may repeat
+    the docs; shell commands may stand wherever they are typed)."""
+    pages = [p for p in DOCS.rglob("*.md") if "_build" not in p.parts
+             and "generated" not in p.parts and "notebooks" not in p.parts]  # fmt: skip
+    seen: dict[str, str] = {}
+    repeated = []
+    for page in sorted(pages):
+        for line in prose_and_code(page):
+            if len(line) > 60:
+                if line in seen:
+                    repeated.append(f"{seen[line]} and {page.relative_to(DOCS)}: {line[:60]}")
+                seen.setdefault(line, str(page.relative_to(DOCS)))
+    assert repeated == []
+
+
+def test_the_pages_name_only_files_that_exist() -> None:
+    """A module, test or script a page names by its path (`tests/llm/test_one_law.py`,
+    `llm/distribution/walk.py`) exists, at the repository's root or in the package: a rename
+    that forgets a page fails here, not in a reader's hands."""
+    made_by_runs = {"notebooks/results/", "tests/artifacts/screenshots/"}
+    pages = [p for p in DOCS.rglob("*.md") if "_build" not in p.parts
+             and "generated" not in p.parts] + [ROOT / "README.md"]  # fmt: skip
+    span = re.compile(r"`([\w.-]+(?:/[\w.-]+)+/?)`")
+    missing = []
+    for page in pages:
+        for path in span.findall(page.read_text()):
+            named = path.endswith(".py") or path.startswith(("workbench/", "tests/", ".ci/"))
+            if named and path not in made_by_runs:
+                if not any((base / path).exists() for base in (ROOT, ROOT / "workbench")):
+                    missing.append(f"{page.relative_to(ROOT)}: {path}")
+    assert missing == []
+
+
+def test_the_distribution_mode_page_states_the_laws_order_as_the_code_applies_it() -> None:
+    """The page names the sampling law's steps once, in `config.sampling.ORDER`'s order (it
+    once said two orders), and cites no test count that drifts."""
+    from workbench.config.sampling import ORDER
+
+    text = " ".join((DOCS / "design" / "distribution-mode.md").read_text().split())
+    (stated,) = re.findall(r"It applies in vLLM's order: (.*?) Every path draws by it", text)
+    at = [stated.index(step) for step in ORDER]
+    assert at == sorted(at), stated
+    assert text.count("vLLM's order") == 1  # stated once, so never twice differently
+    counts = r"tests/[\w/]+\.py`[^.]{0,300}?\b\d[\d,]* (?:answers|agents)\b"
+    assert not re.search(counts, text), "a test's size is in its docstring, not here"

@@ -20,7 +20,7 @@ from workbench.cli_bundles import bundles_app
 from workbench.cli_runs import runs_app
 from workbench.cli_servers import dashboard_command, serve_model_command
 from workbench.cli_tables import PLAIN, RoundTable, bar_wanted, invariance_note, text_table
-from workbench.errors import WorkbenchError
+from workbench.errors import EXIT_STATUS_FAILED_RUN, WorkbenchError
 
 app = typer.Typer(
     help="Agent Simulation Workbench: LLM multi-agent 'guess p of the average' games.",
@@ -186,7 +186,7 @@ def run_command(
         if table.bundle is None:
             raise  # nothing written: main() prints the one line
         _report_failed_run(table.bundle, exc)
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_STATUS_FAILED_RUN) from None
     if not table.header_done:
         typer.echo("no rounds played")
     if not bundle.is_complete:
@@ -379,12 +379,12 @@ app.command("dashboard")(dashboard_command)
 
 
 def main() -> None:
-    """Entry point: run the app, turning workbench errors into one line and exit status 2."""
+    """Entry point: run the app, turning workbench errors into one line and their exit status."""
     try:
         app()  # standalone: usage errors and Ctrl-C are reported by typer itself
     except WorkbenchError as exc:
         typer.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        sys.exit(exc.exit_status)
 
 
 if __name__ == "__main__":

@@ -21,15 +21,24 @@ The rule:
 - a breach of a contract between the workbench's own parts raises `ContractError`, never a bare
   `RuntimeError`; anything else is a bug and keeps its traceback.
 
-The CLI prints WorkbenchErrors as one line and exits with status 2; a run that fails after its
-bundle was written prints the manifest's error line and the resume command, and exits with 1.
+The CLI prints WorkbenchErrors as one line and exits with their `exit_status`; a run that fails
+after its bundle was written prints the manifest's error line and the resume command, and exits
+with `EXIT_STATUS_FAILED_RUN`.
 """
 
 from __future__ import annotations
 
+EXIT_STATUS_FAILED_RUN = 1
+"""The `workbench` command's exit status when a run fails after its bundle was written (it prints
+the manifest's error line and the resume command)."""
+
 
 class WorkbenchError(Exception):
     """Base class for errors that are the user's to fix, reported without a traceback."""
+
+    exit_status: int = 2
+    """The `workbench` command's exit status when this error stops it before any bundle was
+    written (it prints the error as one line)."""
 
 
 class ConfigError(WorkbenchError, ValueError):

@@ -30,15 +30,25 @@ SCHEMA_VERSION = 1
 """Version of the bundle layout; `Bundle.open` refuses any other."""
 
 MANIFEST = "manifest.json"
+"""The run's status, resolved config, seeds, versions, model identity (and llama.cpp build),
+host, per-round timings, the error of a failed run, and the rows and sha256 of every data file."""
 CONFIG_FILE = "config.yaml"
+"""The resolved config: `workbench run <bundle>/config.yaml` runs it again."""
 PERSONAS_FILE = "personas.parquet"
+"""One row per agent: `agent_id`, its attribute columns, its persona text."""
 ROUNDS_FILE = "rounds.parquet"
+"""One row per round: the round's statistics (`ROUND_SCHEMA`)."""
 GROUPS_FILE = "groups.parquet"
+"""The same statistics per round and group (only with `game.group_by`)."""
 EVENTS_FILE = "events.jsonl"
+"""The run's events, one JSON object a line, appended as they happen."""
 RESPONSES_DIR = "responses"
+"""Every agent's answer (`RESPONSE_SCHEMA`), one part file per round and shard (`part_path`)."""
 FIGURES_DIR = "figures"
+"""Figures saved with `viz.save_figure` (PNG and PDF): derived views, not data."""
 EXACT_DIR = "exact"
-"""Exact answer distributions per round (`results.exact`), where the run kept them."""
+"""Exact answer distributions per round (`results.exact`), where the run kept them
+(`exact_paths`)."""
 LOCK_FILE = ".writer.lock"
 """The live writer's lock (pid, host, started_at); its leading dot keeps it out of the data."""
 

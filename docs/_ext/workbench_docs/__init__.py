@@ -18,7 +18,10 @@ from workbench_docs import (
     bundle_reference,
     cli_reference,
     config_reference,
+    distribution_reference,
     env_reference,
+    errors_reference,
+    module_reference,
     notebooks,
 )
 
@@ -29,9 +32,18 @@ GENERATORS = {
     "cli.md": cli_reference.page,
     "environment.md": env_reference.page,
     "bundle-format.md": bundle_reference.page,
+    "parts/bundle-layout.md": bundle_reference.layout_table,
+    "errors.md": errors_reference.page,
     "api-face.md": api_reference.page,
+    "parts/api-distribution.md": distribution_reference.page,
+    "parts/floors.md": module_reference.floors_diagram,
+    "parts/modules.md": module_reference.page,
 }
-"""Generated page -> the function that writes its text (given a warning callback)."""
+"""Generated page -> the function that writes its text (given a warning callback). Those under
+`parts/` (which Sphinx does not read as pages: `exclude_patterns`) are parts of other pages, put
+in with `{include}`: `bundle-layout.md` by the bundles design page and the bundle format,
+`api-distribution.md` by the `workbench.llm` API page, `floors.md` and `modules.md` by the
+architecture page."""
 
 
 def write_if_changed(path: Path, text: str) -> None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ast
 import inspect
+import textwrap
 from collections.abc import Callable
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -18,25 +20,20 @@ from workbench.results import layout
 
 Warn = Callable[[str], None]
 
-FILES: dict[str, str] = {
-    "MANIFEST": "status, resolved config, seeds, versions, model identity, host, per-round "
-    "timings, the error of a failed run, and rows + sha256 of every data file",
-    "CONFIG_FILE": "the resolved config: `workbench run <bundle>/config.yaml` reruns it",
-    "PERSONAS_FILE": "one row per agent: `agent_id`, its attribute columns, its persona text",
-    "ROUNDS_FILE": "one row per round: the round's statistics (`ROUND_SCHEMA` below)",
-    "GROUPS_FILE": "the same statistics per round and group (only with `game.group_by`)",
-    "EVENTS_FILE": "the run's events, one JSON object a line, appended as they happen",
-    "RESPONSES_DIR": "`round-<k>/part-<shard>.parquet`: every agent's answer (`RESPONSE_SCHEMA`)",
-    "FIGURES_DIR": "figures saved with `viz.save_figure` (PNG and PDF; derived views, not data)",
+EXAMPLES = {
+    layout.RESPONSES_DIR: lambda: [layout.part_path(".", 1, 0)],
+    layout.EXACT_DIR: lambda: list(layout.exact_paths(".", 1)),
 }
-"""What a file holds, where layout.py's constant has no docstring of its own."""
+"""A folder's files, shown by example (round 1, shard 0) from layout.py's own path functions."""
 
 
-def attribute_docs(module: object) -> dict[str, str]:
-    """Module constant -> the string literal under its assignment (its docstring)."""
-    tree = ast.parse(inspect.getsource(module))
+def attribute_docs(owner: object) -> dict[str, str]:
+    """A module's constants (or a class's attributes) -> the string literal under each
+    assignment (its docstring)."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(owner))).body  # type: ignore[arg-type]
+    if len(body) == 1 and isinstance(body[0], ast.ClassDef):
+        body = body[0].body
     docs: dict[str, str] = {}
-    body = tree.body
     for node, after in zip(body, body[1:], strict=False):
         targets = []
         if isinstance(node, ast.Assign):
@@ -62,6 +59,37 @@ def _public_constants() -> list[tuple[str, object]]:
     ]
 
 
+def files() -> list[tuple[str, str]]:
+    """The bundle's files and folders: (constant, name) of every layout constant that names one."""
+    return [
+        (name, value)
+        for name, value in _public_constants()
+        if isinstance(value, str)
+        and (name.endswith(("_FILE", "_DIR")) or name in ("MANIFEST", "LOCK_FILE"))
+    ]
+
+
+def layout_table(warn: Warn) -> str:
+    """A bundle's files and folders, each with its constant and its docstring in layout.py: the
+    table the bundles design page and the format reference both show."""
+    docs = attribute_docs(layout)
+    lines = ["| path | constant | what it holds |", "|---|---|---|"]
+    for name, value in files():
+        meaning = docs.get(name, "")
+        if not meaning:
+            warn(f"layout.{name} ({value!r}) has no docstring")
+        paths = [f"`{value}/`" if name.endswith("_DIR") else f"`{value}`"]
+        paths += [f"`{Path(p).as_posix()}`" for p in EXAMPLES.get(value, list)()]
+        lines.append(f"| {', '.join(paths)} | `{name}` | {meaning} |")
+    lines += [
+        "",
+        "Every file is Parquet, JSON, JSON lines or YAML; a round's responses are the part files",
+        'of its shards, and `pd.read_parquet("<bundle>/responses")` reads them all.',
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def page(warn: Warn) -> str:
     """The bundle format page, in MyST Markdown."""
     docs = attribute_docs(layout)
@@ -77,24 +105,8 @@ def page(warn: Warn) -> str:
         "",
         "## Files and folders",
         "",
-        "| constant | name | what it holds |",
-        "|---|---|---|",
-    ]
-    for name, value in constants:
-        if isinstance(value, str) and name.endswith(("_FILE", "_DIR")) or name in (
-            "MANIFEST",
-            "LOCK_FILE",
-        ):
-            meaning = docs.get(name) or FILES.get(name)
-            if not meaning:
-                warn(f"layout.{name} ({value!r}) has no docstring and no description here")
-            lines.append(f"| `{name}` | `{value}` | {meaning or ''} |")
-    lines += [
-        "",
-        "A round's responses are written by each shard as its own part file:",
-        f"`{layout.part_path('<bundle>', 1, 0).as_posix().replace('<bundle>/', '')}` is shard 0"
-        " of round 1 (`part_path`); `exact/round-<k>/prompts.parquet` and `agents.parquet` hold"
-        " a round's exact distributions (`exact_paths`).",
+        "```{include} parts/bundle-layout.md",
+        "```",
         "",
         "## Values",
         "",
@@ -109,8 +121,15 @@ def page(warn: Warn) -> str:
             lines.append(f"| `{name}` | `{value.pattern}` | {docs.get(name, '')} |")
     for name, value in constants:
         if isinstance(value, pa.Schema):
-            lines += ["", f"## `{name}`", "", docs.get(name, ""), "",
-                      "| column | Arrow type |", "|---|---|"]
+            lines += [
+                "",
+                f"## `{name}`",
+                "",
+                docs.get(name, ""),
+                "",
+                "| column | Arrow type |",
+                "|---|---|",
+            ]
             lines += [f"| `{f.name}` | `{f.type}` |" for f in value]
     lines.append("")
     return "\n".join(lines)
