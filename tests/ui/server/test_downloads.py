@@ -19,8 +19,9 @@ from workbench.config import RunConfig
 from workbench.results import Bundle
 from workbench.results.export import tidy_table
 from workbench.runtime import Simulation
-from workbench.ui.access import Access, guard
-from workbench.ui.downloads import DOWNLOADS, download_href, download_route
+from workbench.ui.download_links import DOWNLOADS, download_href
+from workbench.ui.server.access import Access, guard
+from workbench.ui.server.downloads import download_route
 
 TOKEN = "t" * 32
 
