@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from run_configs import run_config
 from tiers import mark_tiers
 
 from workbench.config import PopulationSpec, RunConfig, load_population_spec
@@ -38,7 +39,8 @@ def make_config(education_spec: PopulationSpec) -> Callable[..., RunConfig]:
     """`make_config(policy=..., n_agents=..., rounds=..., ...)`: a small validated RunConfig.
 
     `policy` and `model` are dicts (e.g. {"kind": "level_k"}); `game` entries update the game
-    section; `agents_per_shard` sets the backend's shard size.
+    section; `agents_per_shard` sets the backend's shard size. The education population's
+    `run_config` (tests/run_configs.py) with this fixture's defaults.
     """
 
     def build(
@@ -52,18 +54,18 @@ def make_config(education_spec: PopulationSpec) -> Callable[..., RunConfig]:
         model: dict[str, Any] | None = None,
         name: str = "test",
     ) -> RunConfig:
-        data: dict[str, Any] = {
-            "name": name,
-            "seed": seed,
-            "n_agents": n_agents,
-            "population": education_spec.model_dump(mode="json"),
-            "game": {"rounds": rounds, **(game or {})},
-            "policy": policy or {"kind": "random"},
-            "backend": {"agents_per_shard": agents_per_shard},
-        }
-        if model is not None:
-            data["model"] = model
-        return RunConfig.model_validate(data)
+        sections = {} if model is None else {"model": model}
+        return run_config(
+            education_spec,
+            name=name,
+            seed=seed,
+            n_agents=n_agents,
+            rounds=rounds,
+            game=game,
+            agents_per_shard=agents_per_shard,
+            policy=policy or {"kind": "random"},
+            **sections,
+        )
 
     return build
 

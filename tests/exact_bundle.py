@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from run_configs import run_config
 
 from workbench.config import RunConfig
 from workbench.game import round_stats
@@ -38,23 +39,22 @@ def exact_config(name: str = "exact") -> RunConfig:
     """One round of 60 LLM agents on the embedded model, keeping exact distributions, over a
     population of the three occupations and two genders."""
     third = {job: "1/3" for job in EXACT_GROUPS}
-    return RunConfig.model_validate(
-        {
-            "name": name,
-            "seed": 3,
-            "n_agents": PER_GROUP * len(EXACT_GROUPS),
-            "population": {
-                "name": "jobs",
-                "dimensions": [
-                    {"name": "occupation", "shares": third},
-                    {"name": "gender", "shares": {"female": "1/2", "male": "1/2"}},
-                ],
-            },
-            "game": {"rounds": 1},
-            "policy": {"kind": "llm"},
-            "model": {"kind": "embedded", "sampling": "workbench"},
-            "output": {"exact_distributions": True},
-        }
+    population = {
+        "name": "jobs",
+        "dimensions": [
+            {"name": "occupation", "shares": third},
+            {"name": "gender", "shares": {"female": "1/2", "male": "1/2"}},
+        ],
+    }
+    return run_config(
+        population,
+        rounds=1,
+        name=name,
+        seed=3,
+        n_agents=PER_GROUP * len(EXACT_GROUPS),
+        policy={"kind": "llm"},
+        model={"kind": "embedded", "sampling": "workbench"},
+        output={"exact_distributions": True},
     )
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
+from run_configs import run_config
 
-from workbench.config import RunConfig
 from workbench.runtime import Simulation
 
 FOLDER = "<img src=x onerror=window.__pwned=1>"
@@ -58,16 +58,7 @@ def plant_results(root: Path) -> dict[str, Path]:
     """A results folder holding a real bundle and the hostile ones (see the module); returns
     {"plain": ..., "hostile": ..., "damaged": ...} paths."""
     root.mkdir(parents=True, exist_ok=True)
-    config = RunConfig.model_validate(
-        {
-            "name": "plain",
-            "seed": 3,
-            "n_agents": 12,
-            "population": population(),
-            "game": {"rounds": 2},
-            "policy": {"kind": "level_k"},
-        }
-    )
+    config = run_config(population(), name="plain", seed=3, n_agents=12, policy={"kind": "level_k"})
     plain = Simulation(config).run(out_dir=root, progress=False).path
     hostile = root / FOLDER
     shutil.copytree(plain, hostile)

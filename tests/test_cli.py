@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from cli_helpers import Result, assert_user_error, in_process, run_all, workbench
+from run_configs import run_config
 
 from workbench.results import Bundle
 
@@ -403,18 +404,11 @@ class DeadModel:
 
 def dead_model_bundle(tmp_path: Path, max_failed_share: float) -> Path:
     """A 6-agent, 2-round LLM run on DeadModel: failed in round 1, or (share 1) complete."""
-    from workbench.config import RunConfig
     from workbench.errors import RoundFailedError
     from workbench.runtime import Simulation
 
-    config = RunConfig.model_validate(
-        {
-            "n_agents": 6,
-            "population": str(EDUCATION),
-            "policy": {"kind": "llm"},
-            "game": {"rounds": 2},
-            "max_failed_share": max_failed_share,
-        }
+    config = run_config(
+        EDUCATION, n_agents=6, policy={"kind": "llm"}, max_failed_share=max_failed_share
     )
     out = tmp_path / f"out-{max_failed_share:g}"
     sim = Simulation(config, model=DeadModel())

@@ -130,13 +130,13 @@ def dashboard_command(
 ) -> None:
     """Serve the workbench (population, personas, runs, results, cluster) and print its URL,
     with the token it asks for."""
-    from workbench.ui.access import drop_jupyter_tokens
+    from workbench.ui.server.access import drop_jupyter_tokens
 
     drop_jupyter_tokens()  # before anything else: nothing this process starts may inherit them
     os.environ.pop(DASHBOARD_TOKEN_ENV, None)  # read by typer already; no run inherits it
     from workbench._net import is_loopback
     from workbench.llm.key_policy import KeyPolicy
-    from workbench.ui.access import dashboard_access
+    from workbench.ui.server.access import dashboard_access
 
     KeyPolicy.parse(allow_key_env or ()).install()  # this process and every run it launches
 
@@ -155,10 +155,10 @@ def dashboard_command(
             "workbench dashboard: --no-auth: every user of this machine can drive the dashboard",
             err=True,
         )
-    from workbench.ui.offline import serve_panel_cdn_locally
+    from workbench.ui.server.offline import serve_panel_cdn_locally
 
     serve_panel_cdn_locally(prefix)  # before Panel is imported
-    from workbench.ui.app import serve
+    from workbench.ui.server.dashboard import serve
 
     serve(
         results_dir(results),

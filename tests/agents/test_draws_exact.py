@@ -12,9 +12,10 @@ import itertools
 import numpy as np
 import pytest
 from answer_law import chi_square_p, expected_answers
+from run_configs import run_config
 
 from workbench.agents import streams
-from workbench.config import GameSpec, RunConfig
+from workbench.config import GameSpec
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
 from workbench.llm.distribution.walk import STEP_STREAM, PromptGroup, TrieCounts, draw_answers
 from workbench.runtime import Simulation
@@ -27,16 +28,13 @@ def test_every_answer_equals_the_agent_alone(education_spec, embedded_model, tmp
     """Check 4(a): 10 agents of a 400-agent run, two rounds, recomputed one by one (each from
     a cleared context: nearly two seconds per answer here, so 20 answers; `workbench bench
     scale --exact-agents N` checks more)."""
-    config = RunConfig.model_validate(
-        {
-            "name": "exact",
-            "seed": 3,
-            "n_agents": 400,
-            "population": education_spec.model_dump(mode="json"),
-            "game": {"rounds": 2},
-            "policy": {"kind": "llm"},
-            "model": {"kind": "embedded", "temperature": 0.9, "max_tokens": 4},
-        }
+    config = run_config(
+        education_spec,
+        name="exact",
+        seed=3,
+        n_agents=400,
+        policy={"kind": "llm"},
+        model={"kind": "embedded", "temperature": 0.9, "max_tokens": 4},
     )
     bundle = Simulation(config, model=embedded_model).run(out_dir=tmp_path, progress=False)
     assert bundle.model["sampling"]["mode"] == "workbench"
@@ -51,16 +49,14 @@ def test_a_changed_answer_is_caught(education_spec, embedded_model, tmp_path) ->
     """The check fails when a bundle's answer is not the agent's own."""
     from workbench.results import Bundle
 
-    config = RunConfig.model_validate(
-        {
-            "name": "exact",
-            "seed": 4,
-            "n_agents": 30,
-            "population": education_spec.model_dump(mode="json"),
-            "game": {"rounds": 1},
-            "policy": {"kind": "llm"},
-            "model": {"kind": "embedded", "max_tokens": 4},
-        }
+    config = run_config(
+        education_spec,
+        rounds=1,
+        name="exact",
+        seed=4,
+        n_agents=30,
+        policy={"kind": "llm"},
+        model={"kind": "embedded", "max_tokens": 4},
     )
     bundle = Simulation(config, model=embedded_model).run(out_dir=tmp_path, progress=False)
     import pyarrow.parquet as pq

@@ -41,7 +41,7 @@ GUARDED = (
 
 BACKENDS = """() => [...Bokeh.documents[0].all_models]
   .filter(m => typeof m.output_backend === "string").map(m => m.output_backend)"""
-"""How the page's plots draw: the dashboard asks for a 2D canvas (`app.canvas_plots`)."""
+"""How the page's plots draw: the dashboard asks for a 2D canvas (`dashboard.canvas_plots`)."""
 
 SELECTED = "e => e.options[e.selectedIndex] ? e.options[e.selectedIndex].text : ''"
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from run_configs import run_config
 
 from workbench.config import BackendSpec, RunConfig
 from workbench.llm.embedded.llamacpp import LlamaCppModel
@@ -31,22 +32,14 @@ MODES = {"workbench": 1000, "server": 12}
 
 def make_config(education_spec, sampling: str, n_agents: int) -> RunConfig:
     """LLM agents of the paper's education population, two rounds, one local shard."""
-    return RunConfig.model_validate(
-        {
-            "name": "determinism",
-            "seed": 11,
-            "n_agents": n_agents,
-            "population": education_spec.model_dump(mode="json"),
-            "game": {"rounds": 2},
-            "policy": {"kind": "llm"},
-            "model": {
-                "kind": "embedded",
-                "temperature": 0.7,
-                "max_tokens": 4,
-                "sampling": sampling,
-            },
-            "backend": {"agents_per_shard": n_agents},
-        }
+    return run_config(
+        education_spec,
+        agents_per_shard=n_agents,
+        name="determinism",
+        seed=11,
+        n_agents=n_agents,
+        policy={"kind": "llm"},
+        model={"kind": "embedded", "temperature": 0.7, "max_tokens": 4, "sampling": sampling},
     )
 
 

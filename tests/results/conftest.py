@@ -8,21 +8,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from run_configs import small_config
 
 from workbench.config import RunConfig
 from workbench.results import BundleWriter
 
 GUESSES = {1: [10.0, 20.0, 35.0, 50.0], 2: [5.0, 12.0, 20.0, 33.0]}
-
-
-def small_config(**changes) -> RunConfig:
-    """Four agents, two rounds, a two-category population."""
-    data = {
-        "population": {"dimensions": [{"name": "gender", "shares": {"male": 0.5, "female": 0.5}}]},
-        "n_agents": 4,
-        "game": {"rounds": 2},
-    }
-    return RunConfig(**(data | changes))
 
 
 def shard(round_number: int, ids: list[int]) -> pd.DataFrame:

@@ -11,10 +11,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from run_configs import small_config
 
 import workbench.results as results
 from workbench._files import atomic_write
-from workbench.config import RunConfig
 from workbench.errors import BundleError
 from workbench.results import (
     RESPONSE_SCHEMA,
@@ -27,14 +27,6 @@ from workbench.results import (
 )
 
 SECRET = "sk-live-0123456789abcdef"
-
-
-def make_config() -> RunConfig:
-    return RunConfig(
-        population={"dimensions": [{"name": "gender", "shares": {"male": 0.5, "female": 0.5}}]},
-        n_agents=4,
-        game={"rounds": 2},
-    )
 
 
 def responses(round_number: int, agent_ids: list[int], guesses: list[float]) -> pd.DataFrame:
@@ -106,7 +98,7 @@ def test_new_run_id_format() -> None:
 
 
 def test_round_trip(tmp_path: Path) -> None:
-    config = make_config()
+    config = small_config()
     writer = BundleWriter(
         tmp_path, config, run_id="r1", versions={"engine": "none"}, seeds={"population": 7}
     )
@@ -163,7 +155,7 @@ def test_round_trip(tmp_path: Path) -> None:
 
 
 def test_readable_with_pandas_and_json_alone(tmp_path: Path) -> None:
-    writer = BundleWriter(tmp_path, make_config(), run_id="r1")
+    writer = BundleWriter(tmp_path, small_config(), run_id="r1")
     write_two_rounds(writer)
     writer.finish()
     path = tmp_path / "r1"
@@ -176,7 +168,7 @@ def test_readable_with_pandas_and_json_alone(tmp_path: Path) -> None:
 
 
 def test_write_responses_casts_fills_and_keeps_extras(tmp_path: Path) -> None:
-    writer = BundleWriter(tmp_path, make_config(), run_id="r1")
+    writer = BundleWriter(tmp_path, small_config(), run_id="r1")
     table = pa.table(
         {
             "extra_note": ["a", "b"],
@@ -196,7 +188,7 @@ def test_write_responses_casts_fills_and_keeps_extras(tmp_path: Path) -> None:
 
 
 def test_write_responses_rejects_missing_columns_and_wrong_round(tmp_path: Path) -> None:
-    writer = BundleWriter(tmp_path, make_config(), run_id="r1")
+    writer = BundleWriter(tmp_path, small_config(), run_id="r1")
     with pytest.raises(BundleError, match=r"missing required column.*'guess'.*'status'"):
         writer.write_responses(1, 0, pd.DataFrame({"agent_id": [1]}))
     with pytest.raises(BundleError, match="'round' holds other values than 2"):
@@ -208,7 +200,7 @@ def test_write_responses_rejects_missing_columns_and_wrong_round(tmp_path: Path)
 
 
 def test_end_round_needs_round_and_seconds_once(tmp_path: Path) -> None:
-    writer = BundleWriter(tmp_path, make_config(), run_id="r1")
+    writer = BundleWriter(tmp_path, small_config(), run_id="r1")
     with pytest.raises(BundleError, match="seconds"):
         writer.end_round({"round": 1})
     writer.end_round({"round": np.int64(1), "seconds": np.float64(0.1), "mean": float("nan")})
@@ -220,7 +212,7 @@ def test_end_round_needs_round_and_seconds_once(tmp_path: Path) -> None:
 
 
 def test_finish_rules(tmp_path: Path) -> None:
-    writer = BundleWriter(tmp_path, make_config(), run_id="r1")
+    writer = BundleWriter(tmp_path, small_config(), run_id="r1")
     with pytest.raises(BundleError, match="must be one of"):
         writer.finish("running")
     writer.finish("complete")
@@ -231,7 +223,7 @@ def test_finish_rules(tmp_path: Path) -> None:
 
 
 def test_record_merges_extra_keys(tmp_path: Path) -> None:
-    writer = BundleWriter(tmp_path, make_config(), run_id="r1")
+    writer = BundleWriter(tmp_path, small_config(), run_id="r1")
     writer.record(timings={"total_s": 1.5}, cluster={"nodes": 1})
     manifest = Bundle.open(writer.path).manifest
     assert manifest["timings"] == {"total_s": 1.5} and manifest["cluster"] == {"nodes": 1}
@@ -240,20 +232,20 @@ def test_record_merges_extra_keys(tmp_path: Path) -> None:
 
 
 def test_writer_refuses_existing_run_dir(tmp_path: Path) -> None:
-    BundleWriter(tmp_path, make_config(), run_id="r1").finish()
+    BundleWriter(tmp_path, small_config(), run_id="r1").finish()
     before = (tmp_path / "r1" / "manifest.json").read_bytes()
     with pytest.raises(BundleError, match="already exists"):
-        BundleWriter(tmp_path, make_config(), run_id="r1")
+        BundleWriter(tmp_path, small_config(), run_id="r1")
     (tmp_path / "r2").mkdir()
     with pytest.raises(BundleError, match="never overwritten"):
-        BundleWriter(tmp_path, make_config(), run_id="r2")
+        BundleWriter(tmp_path, small_config(), run_id="r2")
     assert (tmp_path / "r1" / "manifest.json").read_bytes() == before
     with pytest.raises(BundleError, match="run id"):
-        BundleWriter(tmp_path, make_config(), run_id="../escape")
+        BundleWriter(tmp_path, small_config(), run_id="../escape")
 
 
 def test_atomic_writes_leave_no_temp_files(tmp_path: Path) -> None:
-    writer = BundleWriter(tmp_path, make_config(), run_id="r1")
+    writer = BundleWriter(tmp_path, small_config(), run_id="r1")
     write_two_rounds(writer)
     writer.record(timings={"a": 1})
     writer.finish()
@@ -278,7 +270,7 @@ def test_atomic_write_killed_midway_keeps_the_old_file(tmp_path: Path) -> None:
 
 def test_context_manager_marks_failed_and_reraises(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="model server\nwent away"):
-        with BundleWriter(tmp_path, make_config(), run_id="r1") as writer:
+        with BundleWriter(tmp_path, small_config(), run_id="r1") as writer:
             writer.write_personas(personas())
             raise RuntimeError("model server\nwent away")
     bundle = Bundle.open(tmp_path / "r1")
@@ -289,7 +281,7 @@ def test_context_manager_marks_failed_and_reraises(tmp_path: Path) -> None:
 
 def test_context_manager_keyboard_interrupt_marks_cancelled(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
-        with BundleWriter(tmp_path, make_config(), run_id="r1"):
+        with BundleWriter(tmp_path, small_config(), run_id="r1"):
             raise KeyboardInterrupt
     bundle = Bundle.open(tmp_path / "r1")
     assert bundle.status == "cancelled"
@@ -297,16 +289,16 @@ def test_context_manager_keyboard_interrupt_marks_cancelled(tmp_path: Path) -> N
 
 
 def test_context_manager_clean_exit_completes(tmp_path: Path) -> None:
-    with BundleWriter(tmp_path, make_config(), run_id="r1") as writer:
+    with BundleWriter(tmp_path, small_config(), run_id="r1") as writer:
         write_two_rounds(writer)
     assert Bundle.open(tmp_path / "r1").status == "complete"
-    with BundleWriter(tmp_path, make_config(), run_id="r2") as writer:
+    with BundleWriter(tmp_path, small_config(), run_id="r2") as writer:
         writer.finish("cancelled")
     assert Bundle.open(tmp_path / "r2").status == "cancelled"
 
 
 def test_abandoned_writer_reads_as_dead(tmp_path: Path) -> None:
-    writer = BundleWriter(tmp_path, make_config(), run_id="r1")
+    writer = BundleWriter(tmp_path, small_config(), run_id="r1")
     write_two_rounds(writer)
     writer.write_responses(3, 0, responses(3, [0, 1], [1.0, 2.0]))
     assert Bundle.open(tmp_path / "r1").status == "running"  # its writer lives
@@ -349,7 +341,7 @@ def test_redact_nested() -> None:
 def test_secrets_never_reach_the_bundle(tmp_path: Path) -> None:
     writer = BundleWriter(
         tmp_path,
-        make_config(),
+        small_config(),
         run_id="r1",
         model={"identity": "server", "api_key": SECRET, "headers": {"Authorization": SECRET}},
         versions={"engine": {"token": SECRET}},
@@ -388,7 +380,7 @@ def test_open_garbage_manifest(tmp_path: Path) -> None:
 
 
 def test_missing_or_corrupt_parquet_names_the_file(tmp_path: Path) -> None:
-    writer = BundleWriter(tmp_path, make_config(), run_id="r1")
+    writer = BundleWriter(tmp_path, small_config(), run_id="r1")
     write_two_rounds(writer)
     writer.finish()
     bundle = Bundle.open(writer.path)
@@ -417,10 +409,10 @@ def test_list_bundles(tmp_path: Path) -> None:
         "problem",
     ]
     policy = {"engine": "none", "policy": "level_k"}
-    with BundleWriter(tmp_path, make_config(), run_id="a", model=policy) as writer:
+    with BundleWriter(tmp_path, small_config(), run_id="a", model=policy) as writer:
         write_two_rounds(writer)
     model = {"engine": "llama.cpp", "name": "SmolLM2-135M"}
-    live = BundleWriter(tmp_path, make_config(), run_id="b", model=model)  # still running
+    live = BundleWriter(tmp_path, small_config(), run_id="b", model=model)  # still running
     (tmp_path / "not-a-bundle").mkdir()
     (tmp_path / "stray.txt").write_text("hello")
     (tmp_path / "broken").mkdir()
@@ -453,7 +445,7 @@ def test_the_workbench_version_is_recorded_once(tmp_path: Path) -> None:
     from workbench._version import __version__
 
     writer = BundleWriter(
-        tmp_path, make_config(), run_id="r1", versions={"agent-sim-workbench": "9.9", "ray": "2"}
+        tmp_path, small_config(), run_id="r1", versions={"agent-sim-workbench": "9.9", "ray": "2"}
     )
     versions = writer.manifest["versions"]
     assert versions["workbench"] == __version__ and versions["ray"] == "2"

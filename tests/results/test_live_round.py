@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from run_configs import run_config
 
 from workbench.results import Bundle, live_round
 from workbench.results.layout import part_path, round_dir
@@ -19,18 +20,14 @@ from workbench.viz.distributions import guess_counts
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory, education_spec) -> Bundle:
     """Forty agents in four shards of ten, real-valued guesses, two rounds."""
-    from workbench.config import RunConfig
 
-    config = RunConfig.model_validate(
-        {
-            "name": "live",
-            "seed": 3,
-            "n_agents": 40,
-            "population": education_spec.model_dump(mode="json"),
-            "game": {"rounds": 2},
-            "policy": {"kind": "random", "integer": False},
-            "backend": {"agents_per_shard": 10},
-        }
+    config = run_config(
+        education_spec,
+        agents_per_shard=10,
+        name="live",
+        seed=3,
+        n_agents=40,
+        policy={"kind": "random", "integer": False},
     )
     out = tmp_path_factory.mktemp("live")
     return Simulation(config).run(out_dir=out, progress=False)

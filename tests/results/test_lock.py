@@ -38,6 +38,16 @@ def lock_of(bundle: Path) -> dict:
     return json.loads((bundle / ".writer.lock").read_text())
 
 
+def assert_holds(writer: BundleWriter) -> None:
+    """`writer` holds the bundle's lock: the lock names this process on this host, and a
+    second writer is refused while it lives (a lock no live writer here held would be taken
+    over as stale)."""
+    held = lock_of(writer.path)
+    assert held["pid"] == os.getpid() and held["host"] == socket.gethostname()
+    with pytest.raises(BundleLockedError, match=rf"pid {os.getpid()} on host "):
+        BundleWriter.reopen(writer.path)
+
+
 def test_the_writer_holds_a_lock_until_finish(tmp_path: Path, config) -> None:
     writer = BundleWriter(tmp_path, config, run_id="r1")
     held = lock_of(writer.path)
@@ -100,14 +110,23 @@ def test_a_lock_from_a_dead_pid_in_a_subprocess_is_stale(tmp_path: Path, config)
     )
     info = {"pid": int(done.stdout), "host": socket.gethostname(), "started_at": "then"}
     (bundle / ".writer.lock").write_text(json.dumps(info))
-    BundleWriter.reopen(bundle).finish()
+    writer = BundleWriter.reopen(bundle)
+    assert_holds(writer)
+    writer.finish()
+    assert not (bundle / ".writer.lock").exists()
+    assert Bundle.open(bundle).is_complete
 
 
 def test_a_dropped_writer_in_this_process_is_taken_over(tmp_path: Path, config) -> None:
     writer = BundleWriter(tmp_path, config, run_id="r1")
     path = writer.path
     del writer  # as if the run was killed: nothing released the lock
-    BundleWriter.reopen(path).finish()
+    assert lock_of(path)["pid"] == os.getpid()  # left behind, its holder gone
+    reopened = BundleWriter.reopen(path)
+    assert_holds(reopened)
+    reopened.finish()
+    assert not (path / ".writer.lock").exists()
+    assert Bundle.open(path).is_complete
 
 
 def test_a_lock_from_another_host_is_refused_with_the_fix(tmp_path: Path, config) -> None:

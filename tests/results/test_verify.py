@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from run_configs import small_config
 
-from workbench.config import RunConfig
 from workbench.errors import BundleError
 from workbench.results import (
     RESPONSE_SCHEMA,
@@ -25,14 +25,6 @@ from workbench.results.layout import LATER_STATS
 
 GUESSES = {1: [10.0, 20.0, 35.0, 50.0], 2: [5.0, 12.0, 20.0, 33.0]}
 STATUSES = {1: ["ok", "ok", "ok", "ok"], 2: ["ok", "ok", "no_number", "ok"]}
-
-
-def make_config() -> RunConfig:
-    return RunConfig(
-        population={"dimensions": [{"name": "gender", "shares": {"male": 0.5, "female": 0.5}}]},
-        n_agents=4,
-        game={"rounds": 2},
-    )
 
 
 def shard_frame(round_number: int, ids: list[int]) -> pd.DataFrame:
@@ -56,7 +48,7 @@ def honest_bundle(root: Path, run_id: str = "r1", finish: bool = True) -> Path:
     """A two-round, two-shard bundle whose statistics come from the real round_stats."""
     from workbench.game.rules import round_stats
 
-    config = make_config()
+    config = small_config()
     writer = BundleWriter(root, config, run_id=run_id)
     writer.write_personas(pd.DataFrame({"agent_id": range(4), "gender": ["male", "female"] * 2}))
     for r in (1, 2):
@@ -127,7 +119,7 @@ def test_abandoned_run_is_incomplete(tmp_path: Path) -> None:
 
 def test_failed_run_is_reported_with_its_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
-        with BundleWriter(tmp_path, make_config(), run_id="r1"):
+        with BundleWriter(tmp_path, small_config(), run_id="r1"):
             raise ValueError("bad answer")
     report = verify_bundle(tmp_path / "r1")
     assert report.problems == ["incomplete: status is failed (ValueError: bad answer)"]
@@ -262,9 +254,7 @@ def grouped_bundle(root: Path) -> Path:
     """honest_bundle's rounds with per-gender groups, one answer of round 2 a model error."""
     from workbench.game.rules import round_stats
 
-    config = RunConfig.model_validate(
-        make_config().model_dump() | {"game": {"rounds": 2, "group_by": "gender"}}
-    )
+    config = small_config(game={"group_by": "gender"})
     gender = np.array(["male", "female"] * 2)
     writer = BundleWriter(root, config, run_id="grouped")
     writer.write_personas(pd.DataFrame({"agent_id": range(4), "gender": gender}))
@@ -330,7 +320,7 @@ def test_rounds_that_did_not_record_the_later_counts_read_as_0(tmp_path: Path) -
     """A resumed older bundle: its earlier rounds come back from manifest entries without them."""
     from workbench.game.rules import round_stats
 
-    config = make_config()
+    config = small_config()
     with BundleWriter(tmp_path, config, run_id="mixed") as writer:
         writer.write_personas(pd.DataFrame({"agent_id": range(4), "gender": ["male"] * 4}))
         for r in (1, 2):

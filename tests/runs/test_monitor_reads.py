@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from run_configs import run_config
 
 from workbench.config import BackendSpec, RunConfig, validate
 from workbench.errors import ConfigError
@@ -32,16 +33,8 @@ LEVEL_K = {"kind": "level_k", "noise_sd": 2.0}
 @pytest.fixture(scope="module")
 def local_run(education_spec, tmp_path_factory) -> Bundle:
     """A complete local level-k run: 12 agents in 3 shards of 4, 2 rounds."""
-    config = RunConfig.model_validate(
-        {
-            "name": "local",
-            "seed": 3,
-            "n_agents": 12,
-            "population": education_spec.model_dump(mode="json"),
-            "game": {"rounds": 2},
-            "policy": LEVEL_K,
-            "backend": {"agents_per_shard": 4},
-        }
+    config = run_config(
+        education_spec, agents_per_shard=4, name="local", seed=3, n_agents=12, policy=LEVEL_K
     )
     root = tmp_path_factory.mktemp("results")
     return Simulation(config).run(out_dir=root, progress=False)

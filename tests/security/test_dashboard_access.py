@@ -18,7 +18,7 @@ from attacks import first_message, open_ws, refused_status, session_token
 from ports import free_port
 from served import Served, start_dashboard_process
 
-from workbench.ui.offline import CDN_ROUTE
+from workbench.ui.server.offline import CDN_ROUTE
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,9 @@ from bokeh.document import Document
 from bokeh.models import TablerIcon
 from panel.util import edit_readonly
 
-from workbench.ui.app import TABS, WorkbenchApp, canvas_plots, quickstart_population
+from workbench.ui.app import TABS, WorkbenchApp, quickstart_population
 from workbench.ui.layout_guard import LayoutGuard
+from workbench.ui.server.dashboard import canvas_plots
 
 
 def test_the_editor_feeds_the_preview_and_the_launcher(tmp_path: Path) -> None:

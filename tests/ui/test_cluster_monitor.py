@@ -17,8 +17,8 @@ from pathlib import Path
 
 import panel as pn
 import pytest
+from run_configs import run_config
 
-from workbench.config import RunConfig
 from workbench.results import Bundle
 from workbench.runtime import Simulation
 from workbench.ui.cluster_monitor import CSS_CLASSES, ClusterMonitor
@@ -42,16 +42,14 @@ backend: {agents_per_shard: 4}
 @pytest.fixture(scope="module")
 def one_run_results_dir(education_spec, tmp_path_factory) -> Path:
     """A results folder with one complete local level-k run (10 agents, shards of 5)."""
-    config = RunConfig.model_validate(
-        {
-            "name": "done",
-            "seed": 2,
-            "n_agents": 10,
-            "population": education_spec.model_dump(mode="json"),
-            "game": {"rounds": 1},
-            "policy": {"kind": "level_k"},
-            "backend": {"agents_per_shard": 5},
-        }
+    config = run_config(
+        education_spec,
+        rounds=1,
+        agents_per_shard=5,
+        name="done",
+        seed=2,
+        n_agents=10,
+        policy={"kind": "level_k"},
     )
     root = tmp_path_factory.mktemp("results")
     Simulation(config).run(out_dir=root, progress=False)

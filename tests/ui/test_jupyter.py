@@ -1,13 +1,12 @@
 """Jupyter: small escaped reprs of specs and bundles, the IPython extension and its
-`%%workbench_run` magic in a real InteractiveShell, and the jupyter-server-proxy entry."""
+`%%workbench_run` magic in a real InteractiveShell (the Launcher tile's entry:
+tests/ui/server/test_proxy.py)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import signal
-import sys
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -161,14 +160,12 @@ def test_the_extension_loads_and_unloads(shell: Any) -> None:
     assert "workbench_run" not in shell.magics_manager.magics["cell"]
 
 
-def _face_lists_the_extension() -> bool:
+def test_load_ext_workbench(shell: Any) -> None:
+    """`%load_ext workbench` needs the face to list the extension's hook: a face that loses it
+    fails here (IPython's load_ext would only say the module is not an extension)."""
     import workbench
 
-    return "load_ipython_extension" in dir(workbench)
-
-
-@pytest.mark.skipif(not _face_lists_the_extension(), reason="the face entry is added on merge")
-def test_load_ext_workbench(shell: Any) -> None:
+    assert "load_ipython_extension" in dir(workbench)
     shell.run_line_magic("load_ext", "workbench")
     assert "workbench_run" in shell.magics_manager.magics["cell"]
 
@@ -304,31 +301,6 @@ def test_the_cell_loader_gives_the_file_loaders_messages(tmp_path: Path) -> None
         parse_run_config(text, str(tmp_path / "c.yaml"))
     assert str(from_text.value) == str(from_file.value)
     assert "duplicate key 'name'" in str(from_text.value)
-
-
-# --------------------------------------------------------------------------- the Launcher tile
-
-
-def test_the_proxy_entry_is_a_valid_server_process() -> None:
-    from jupyter_server_proxy.config import ServerProcess
-
-    from workbench.ui.proxy import ICON, setup_workbench
-
-    entry = setup_workbench()
-    process = ServerProcess(name="workbench", **entry)  # the traits jupyter-server-proxy checks
-    unset = ["-u", "JUPYTERHUB_API_TOKEN", "-u", "JPY_API_TOKEN", "-u", "JUPYTER_TOKEN"]
-    assert process.command[:7] == ["env", *unset]
-    assert process.command[7:11] == [sys.executable, "-m", "workbench.cli", "dashboard"]
-    assert process.command[11:] == ["--unix-socket", "{unix_socket}",
-                                    "--prefix", "{base_url}workbench"]  # fmt: skip
-    assert "*" not in process.command and "--port" not in process.command
-    assert process.unix_socket is True
-    assert process.absolute_url is True and process.new_browser_tab is False
-    assert process.timeout >= 60
-    assert process.launcher_entry.title == "Workbench"
-    assert process.launcher_entry.path_info == "workbench/"
-    assert Path(process.launcher_entry.icon_path) == ICON and ICON.is_file()
-    assert ET.parse(ICON).getroot().tag == "{http://www.w3.org/2000/svg}svg"
 
 
 # --------------------------------------------------------------------------- %workbench

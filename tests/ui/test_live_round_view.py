@@ -12,6 +12,7 @@ import panel as pn
 import pyarrow.parquet as pq
 import pytest
 from pane_text import shown_text
+from run_configs import run_config
 
 from workbench.config import PopulationSpec, RunConfig
 from workbench.results import BundleWriter
@@ -22,15 +23,12 @@ from workbench.ui.run_launcher import CSS, RunLauncher
 
 @pytest.fixture
 def config(education_spec: PopulationSpec) -> RunConfig:
-    return RunConfig.model_validate(
-        {
-            "name": "live",
-            "n_agents": 40,
-            "population": education_spec.model_dump(mode="json"),
-            "game": {"rounds": 2},
-            "policy": {"kind": "random", "integer": False},
-            "backend": {"agents_per_shard": 10},
-        }
+    return run_config(
+        education_spec,
+        agents_per_shard=10,
+        name="live",
+        n_agents=40,
+        policy={"kind": "random", "integer": False},
     )
 
 

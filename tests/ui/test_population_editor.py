@@ -4,6 +4,7 @@ set and state asserted, and `__panel__()` is built into a Bokeh model."""
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from workbench.bench.startup import heavy_modules_loaded
 from workbench.config import PopulationSpec, load_population_spec
 from workbench.errors import ConfigError
 from workbench.ui import PersonaPreview, PopulationEditor
+from workbench.ui.population_page import EditedPopulation
 
 ROOT = Path(__file__).resolve().parents[2]
 EDUCATION = ROOT / "personas" / "paper-education.yaml"
@@ -348,3 +350,20 @@ def _find(view, kind) -> list:
 def _texts(view) -> str:
     parts = [shown_text(p) for p in view.select(lambda o: isinstance(o, Alert | Markdown | Str))]
     return "\n".join(parts)
+
+
+def test_the_editor_is_what_its_page_draws() -> None:
+    """The page knows the editor only as `EditedPopulation` (so the editor's import of its page
+    is the one arrow between them): every member it names is the editor's, a method with the
+    same signature, a state one of the editor's params."""
+    methods = [
+        name
+        for name, value in vars(EditedPopulation).items()
+        if inspect.isfunction(value) and not name.startswith("__")
+    ]
+    for name in methods:
+        ours, page = getattr(PopulationEditor, name), getattr(EditedPopulation, name)
+        assert inspect.signature(ours) == inspect.signature(page), name
+    states = [name for name in EditedPopulation.__annotations__ if name != "param"]
+    assert len(methods) == 12 and states == ["dimensions", "action_failed"]
+    assert all(name in PopulationEditor.param for name in states)

@@ -15,6 +15,7 @@ import panel as pn
 import pyarrow.parquet as pq
 import pytest
 from pane_text import shown_text
+from run_configs import run_config
 
 from workbench.config import PopulationSpec, RunConfig
 from workbench.population import sample_population
@@ -29,16 +30,15 @@ LEVEL_K = {"kind": "level_k", "noise_sd": 4.0}
 
 
 def _config(spec: PopulationSpec, name: str, seed: int, ratio: float, rounds: int = 2) -> RunConfig:
-    return RunConfig.model_validate(
-        {
-            "name": name,
-            "seed": seed,
-            "n_agents": 60,
-            "population": spec.model_dump(mode="json"),
-            "game": {"rounds": rounds, "ratio": ratio},
-            "policy": LEVEL_K,
-            "backend": {"agents_per_shard": 20},
-        }
+    return run_config(
+        spec,
+        rounds=rounds,
+        game={"ratio": ratio},
+        agents_per_shard=20,
+        name=name,
+        seed=seed,
+        n_agents=60,
+        policy=LEVEL_K,
     )
 
 

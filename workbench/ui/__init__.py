@@ -7,11 +7,12 @@ LLM-written backgrounds), `results_explorer` browses a results folder (plots by 
 column, comparisons, provenance, tables, verify) with `results_data` its Panel-free reads,
 `run_launcher` starts and follows runs and `cluster_monitor` shows Ray nodes, shard actors and
 model endpoints (both read through `workbench.runs`, the Panel-free library of detached runs:
-ui/ holds components only), and `app` puts them together as tabs and serves them
-(`workbench dashboard`) behind `access` (its token, Host and Origin checks);
-`jupyter` is the IPython extension (`%load_ext workbench`, `%%workbench_run`) and `proxy` the
-JupyterLab Launcher tile. The names below load on first use (PEP 562), so importing the package
-does not import Panel.
+ui/ holds components only), `app` puts them together as tabs and `jupyter` is the IPython
+extension (`%load_ext workbench`, `%%workbench_run`). The web server is its own room,
+`ui.server`: `workbench dashboard` (its token, Host and Origin checks, the table downloads)
+and the JupyterLab Launcher tile; it imports the components, which import neither it nor
+Tornado. The names below load on first use (PEP 562), so importing the package does not
+import Panel.
 """
 
 from __future__ import annotations

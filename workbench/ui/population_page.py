@@ -2,16 +2,20 @@
 
 `editor_view(editor)` lays the editor out; the editor keeps the state and the edits, this
 module only draws them and sends the widgets' edits back (`editor._act`, so an edit's
-ConfigError is shown where its widget is, not raised). Every row of controls wraps
-(`controls.row`), so no control runs out of its card at 1280 px or in a JupyterLab panel of
-~900 px, and the action buttons have a visible edge (`controls.button`). A problem is shown
-once, at its place: the spec's own at the top, a dimension's in its card, a refused Agents or
-Seed under its box.
+ConfigError is shown where its widget is, not raised); it knows the editor only as
+`EditedPopulation`, so the editor imports its page and not the other way round. Every row of
+controls wraps (`controls.row`), so no control runs out of its card at 1280 px or in a
+JupyterLab panel of ~900 px, and the action buttons have a visible edge (`controls.button`).
+A problem is shown once, at its place: the spec's own at the top, a dimension's in its card,
+a refused Agents or Seed under its box.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import io
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
 
 import panel as pn
 import param
@@ -24,12 +28,10 @@ from workbench.ui.safe_text import html_text, md
 from workbench.ui.share_tables import categories, tables
 from workbench.ui.spec_form import spec_field, with_tooltip
 
-if TYPE_CHECKING:
-    from workbench.ui.population_editor import PopulationEditor
-
 __all__ = [
     "DIMENSION",
     "FILES",
+    "EditedPopulation",
     "NEW",
     "NO_PARENT",
     "PLAYED",
@@ -57,7 +59,34 @@ Problem = tuple[str, str]
 """(place, text): a problem and where the page shows it."""
 
 
-def editor_view(editor: PopulationEditor) -> pn.viewable.Viewable:
+class EditedPopulation(Protocol):
+    """The editor as its page sees it (`PopulationEditor`, which imports this module to draw
+    itself): the params the widgets show, the state the cards are drawn from, the edits the
+    widgets send and `_act`, which runs an edit and says its ConfigError at a place."""
+
+    param: Any
+    dimensions: list[dict[str, Any]]
+    action_failed: bool
+
+    def _act(self, action: Callable[..., Any], *args: Any, place: str = TOP) -> None: ...
+    def _save_action(self) -> None: ...
+    def _download(self) -> io.StringIO: ...
+    def load(self, path: str | Path | None = None) -> None: ...
+    def type_value(self, name: str, value: Any) -> None: ...
+    def add_dimension(
+        self, name: str, shares: Mapping[str, float] | None = None, given: str | None = None
+    ) -> None: ...
+    def remove_dimension(self, name: str) -> None: ...
+    def add_category(self, dimension: str, category: str, share: float | None = None) -> None: ...
+    def remove_category(self, dimension: str, category: str) -> None: ...
+    def set_share(
+        self, dimension: str, category: str, share: float, parent: str | None = None
+    ) -> None: ...
+    def set_given(self, dimension: str, given: str | None) -> None: ...
+    def normalize(self, dimension: str | None = None) -> None: ...
+
+
+def editor_view(editor: EditedPopulation) -> pn.viewable.Viewable:
     """The editor's layout: the spec's problems (or that it is valid) at the top, the settings
     with the run's Agents and Seed, one card per dimension, the files."""
     settings = pn.Column(
@@ -120,7 +149,7 @@ def editor_view(editor: PopulationEditor) -> pn.viewable.Viewable:
 
 
 def _add(
-    editor: PopulationEditor, action: Any, box: pn.widgets.TextInput, *args: Any, place: str
+    editor: EditedPopulation, action: Any, box: pn.widgets.TextInput, *args: Any, place: str
 ) -> None:
     """Add what `box` names (a dimension, a category) and empty the box once it is added."""
     editor._act(action, *args, box.value, place=place)
@@ -128,7 +157,7 @@ def _add(
         box.value = ""
 
 
-def run_box(editor: PopulationEditor, name: str, width: int) -> pn.widgets.IntInput:
+def run_box(editor: EditedPopulation, name: str, width: int) -> pn.widgets.IntInput:
     """The box of Agents (`n`) or Seed: it sets the param only with a value the run takes
     (`type_value`; no bounds of its own, which would snap -5 back without a word), and
     follows the param when code sets it."""
@@ -150,7 +179,7 @@ def run_box(editor: PopulationEditor, name: str, width: int) -> pn.widgets.IntIn
 
 
 def placed_view(
-    editor: PopulationEditor, place: str, problems: bool = True
+    editor: EditedPopulation, place: str, problems: bool = True
 ) -> pn.viewable.Viewable:
     """The problems at `place` (unless `problems` is False) and the last action's outcome
     if it was done there: nothing while there are none."""
@@ -165,7 +194,7 @@ def placed_view(
 
 
 def dimension_card(
-    editor: PopulationEditor,
+    editor: EditedPopulation,
     dim: dict[str, Any],
     earlier: list[str],
     boxes: dict[tuple[str, str, str], Any],
@@ -239,7 +268,7 @@ class Cards:
     categories or their `given` change. (Drawing them again on every share would replace the
     input a person is typing into, losing what they type next.)"""
 
-    def __init__(self, editor: PopulationEditor) -> None:
+    def __init__(self, editor: EditedPopulation) -> None:
         self.editor = editor
         self.column = pn.Column(sizing_mode="stretch_width")
         self.boxes: dict[tuple[str, str, str], Any] = {}

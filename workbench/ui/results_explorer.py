@@ -14,7 +14,7 @@ Only what is on screen is computed: each view is a `LazyView`, drawn when its ta
 closes) and drawn again only when what it shows changed, so a hidden tab costs nothing until it
 is opened and then once per bundle. A refresh that finds nothing new changes nothing in the
 page. Served by `workbench dashboard`, the downloads are links to files the dashboard serves
-(`ui/downloads.py`, `download_url`); inline in a notebook, where no such route exists, they
+(`ui/server/downloads.py`, `download_url`); inline in a notebook, where no such route exists, they
 stay `FileDownload` buttons whose bytes go through the kernel's comm.
 
 Every number drawn comes from viz; this module only chooses what to show. A folder without
@@ -162,7 +162,7 @@ class ResultsExplorer(ResultsViews, ExactViews, TableViews, pn.viewable.Viewer):
     download_url = param.String(
         default=None,
         allow_None=True,
-        doc="Where the dashboard serves bundle tables (`ui/downloads.py`, relative to the "
+        doc="Where the dashboard serves bundle tables (`ui/server/downloads.py`, relative to the "
         "page): the downloads are links there; None (inline): FileDownload buttons.",
     )
     hint = param.String(

@@ -4,7 +4,7 @@ The responses, the rounds, the personas, and the tidy table (`results.export`: o
 agent and finished round with the persona columns, for R and Stata), each shown a page at a
 time with its statistics to 2 decimals (the frame keeps the exact values) and offered as CSV
 and Parquet. Served by the dashboard, the downloads are links to its download route
-(`ui/downloads.py`, which writes the tidy table a round at a time); inline in a notebook they
+(`ui/server/downloads.py`, which writes the tidy table a round at a time); inline in a notebook they
 are `FileDownload` buttons whose bytes go through the kernel's comm.
 
 A mixin of `ResultsExplorer`: it reads the explorer's params and its `bundle()`.

@@ -16,7 +16,7 @@ import panel as pn
 
 from workbench.errors import WorkbenchError
 from workbench.results.statuses import RunStatus, resume_command
-from workbench.ui.downloads import download_href
+from workbench.ui.download_links import download_href
 from workbench.ui.notices import Level, notice
 from workbench.ui.results_data import FORMATS
 from workbench.ui.safe_text import html_text, md

@@ -7,12 +7,17 @@ import sys
 
 import pytest
 
-from workbench.ui.offline import CDN_ROUTE, cdn_static_dirs, panel_dist, serve_panel_cdn_locally
+from workbench.ui.server.offline import (
+    CDN_ROUTE,
+    cdn_static_dirs,
+    panel_dist,
+    serve_panel_cdn_locally,
+)
 
 
 def test_panel_imported_afterwards_builds_its_cdn_urls_on_our_route() -> None:
     code = (
-        "from workbench.ui.offline import serve_panel_cdn_locally\n"
+        "from workbench.ui.server.offline import serve_panel_cdn_locally\n"
         "root = serve_panel_cdn_locally('/user/x/workbench')\n"
         "from panel.io.resources import CDN_DIST\n"
         "print(root, CDN_DIST)\n"

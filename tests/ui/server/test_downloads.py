@@ -12,15 +12,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from ports import free_port
+from run_configs import run_config
 from tornado.httpclient import AsyncHTTPClient, HTTPResponse
 from tornado.web import Application
 
-from workbench.config import RunConfig
 from workbench.results import Bundle
 from workbench.results.export import tidy_table
 from workbench.runtime import Simulation
-from workbench.ui.access import Access, guard
-from workbench.ui.downloads import DOWNLOADS, download_href, download_route
+from workbench.ui.download_links import DOWNLOADS, download_href
+from workbench.ui.server.access import Access, guard
+from workbench.ui.server.downloads import download_route
 
 TOKEN = "t" * 32
 
@@ -30,15 +31,8 @@ def workspace(education_spec, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A workspace holding results/<one level-k bundle>, a folder that is no bundle, a link to
     a bundle outside the workspace, and that outside bundle."""
     root = tmp_path_factory.mktemp("downloads")
-    config = RunConfig.model_validate(
-        {
-            "name": "dl",
-            "seed": 3,
-            "n_agents": 30,
-            "population": education_spec.model_dump(mode="json"),
-            "game": {"rounds": 2},
-            "policy": {"kind": "level_k", "noise_sd": 4.0},
-        }
+    config = run_config(
+        education_spec, name="dl", seed=3, n_agents=30, policy={"kind": "level_k", "noise_sd": 4.0}
     )
     work = root / "work"
     for out in (work / "results", root / "outside"):

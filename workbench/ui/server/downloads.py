@@ -1,10 +1,11 @@
-"""A bundle's tables as files the dashboard serves: `workbench-downloads/<bundle>/<table>.<fmt>`.
+"""A bundle's tables as files the dashboard serves: `workbench-downloads/<bundle>/<table>.<fmt>`
+(the URL's shape: `ui/download_links.py`).
 
 The Results tab's CSV and Parquet links point here, so a table reaches the browser as an
 ordinary HTTP download (written by Arrow in a worker thread, sent in chunks) instead of one
 base64 string through the page's websocket (55 MB of CSV for a million responses). The route
-is added to the dashboard's Tornado app, so the access gate of `ui/access.py` (token, Host,
-Origin) stands in front of it like every other route. `<bundle>` is the bundle folder's path
+is added to the dashboard's Tornado app, so the access gate of `ui/server/access.py` (token,
+Host, Origin) stands in front of it like every other route. `<bundle>` is the bundle folder's path
 relative to the workspace; it is resolved with `workspace.inside` (no `..`, no symbolic link
 out of it) and must be a readable bundle, and `<table>` and `<fmt>` are names from fixed lists:
 anything else is a 404 that names nothing of the disk. The tidy table (one row per agent and
@@ -16,20 +17,18 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from pathlib import Path
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 from tornado.web import HTTPError, RequestHandler
 
 from workbench.errors import WorkbenchError
 from workbench.results import Bundle
 from workbench.results.export import export_tidy
-from workbench.ui.results_data import FORMATS, TABLES, TIDY, bundle_table, table_bytes
+from workbench.ui.download_links import download_pattern
+from workbench.ui.results_data import TIDY, bundle_table, table_bytes
 from workbench.ui.workspace import inside
 
-__all__ = ["DOWNLOADS", "TableDownloadHandler", "download_href", "download_route"]
-
-DOWNLOADS = "workbench-downloads"
-"""The route's first path segment (under the dashboard's URL prefix)."""
+__all__ = ["TableDownloadHandler", "download_route"]
 
 CHUNK = 1 << 20
 """Bytes written per chunk of a download."""
@@ -38,22 +37,10 @@ MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apa
 """The Content-Type of each download format."""
 
 
-def download_href(
-    base: str, workspace: str | Path, bundle: str | Path, table: str, fmt: str
-) -> str:
-    """The link of `bundle`'s `table` as `fmt`, relative to the page (`base` is DOWNLOADS, or
-    a path ending in it); the bundle's path is percent-encoded segment by segment.
-    ValueError when the bundle is not inside the workspace."""
-    relative = Path(bundle).resolve().relative_to(Path(workspace).resolve())
-    return f"{base}/{quote(relative.as_posix(), safe='/')}/{table}.{fmt}"
-
-
 def download_route(workspace: str | Path) -> tuple[str, type[RequestHandler], dict[str, str]]:
     """The Tornado route (pattern, handler, arguments) serving the bundles inside `workspace`;
     Bokeh puts the URL prefix in front of the pattern."""
-    tables, formats = "|".join(TABLES), "|".join(FORMATS)
-    pattern = rf"/{DOWNLOADS}/(.+)/({tables})\.({formats})"
-    return pattern, TableDownloadHandler, {"workspace": str(Path(workspace).resolve())}
+    return download_pattern(), TableDownloadHandler, {"workspace": str(Path(workspace).resolve())}
 
 
 class TableDownloadHandler(RequestHandler):

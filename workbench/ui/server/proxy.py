@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.ui.access import JUPYTER_TOKENS
+from workbench.ui.server.access import JUPYTER_TOKENS
 
 NAME = "workbench"
 """The server's name: its URL path under the Jupyter server's base URL and the entry point's."""
