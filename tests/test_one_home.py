@@ -2,7 +2,7 @@
 
 A round's context is built by `RoundContext.of`, the default results folder is
 `_files.results_dir`'s, the round table's columns are `results.round_table`'s (statuses and the
-resume command: tests/results/test_statuses.py), and every model in distribution mode records
+resume command: tests/results/test_run_statuses.py), and every model in distribution mode records
 its sampling through `NodeScorer.sampling_identity`.
 """
 

@@ -109,7 +109,7 @@ def run_command(
     from workbench.config import apply_overrides, load_run_config, parse_assignments, to_yaml
     from workbench.errors import ConfigError
     from workbench.results import Bundle
-    from workbench.results.statuses import resume_command
+    from workbench.results.run_statuses import resume_command
     from workbench.results.writer import check_run_id
     from workbench.runtime import Simulation
 
@@ -202,7 +202,7 @@ def _report_failed_run(path: str, exc: WorkbenchError) -> None:
     error line and (unless that line already ends with it) the resume command on stderr."""
     from workbench.errors import one_line
     from workbench.results import Bundle
-    from workbench.results.statuses import RunStatus, resume_hint
+    from workbench.results.run_statuses import RunStatus, resume_hint
 
     try:
         bundle = Bundle.open(path)
@@ -245,7 +245,7 @@ def sweep_command(
     from workbench.experiment import sweep
     from workbench.experiment.sweep import Base, CellResult, ForkFrom
     from workbench.results import Bundle
-    from workbench.results.statuses import RunStatus
+    from workbench.results.run_statuses import RunStatus
 
     if grid is None:
         raise ConfigError("--grid: give the grid YAML to sweep (--grid GRID.yaml)")

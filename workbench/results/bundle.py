@@ -43,7 +43,7 @@ from workbench.results.layout import (
     walk,
     with_later_stats,
 )
-from workbench.results.statuses import MANIFEST_STATUSES, RunStatus
+from workbench.results.run_statuses import MANIFEST_STATUSES, RunStatus
 
 LIST_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -181,9 +181,9 @@ class Bundle:
 
     @property
     def status(self) -> RunStatus:
-        """The run's status now (`results.status.run_status`): running, complete, failed,
+        """The run's status now (`results.current_status.run_status`): running, complete, failed,
         cancelled, or dead when the manifest reads running but its writer is gone."""
-        from workbench.results.status import run_status
+        from workbench.results.current_status import run_status
 
         return run_status(self.path, self.recorded_status)
 

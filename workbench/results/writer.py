@@ -60,7 +60,7 @@ from workbench.results.layout import (
     rounds_table,
 )
 from workbench.results.redact import redact
-from workbench.results.statuses import FINISH_STATUSES, RunStatus, resume_command
+from workbench.results.run_statuses import FINISH_STATUSES, RunStatus, resume_command
 
 if TYPE_CHECKING:
     import pandas as pd

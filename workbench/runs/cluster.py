@@ -20,7 +20,7 @@ import pandas as pd
 from workbench._net import LOOPBACK_NAMES
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.results import Bundle
-from workbench.results.statuses import RunStatus
+from workbench.results.run_statuses import RunStatus
 
 __all__ = [
     "ACTOR_COLUMNS",

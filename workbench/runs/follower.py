@@ -2,7 +2,8 @@
 last poll into a `RunState` (plus what the monitor wants per shard: when its round started, its
 last node, pid and memory, its rounds done). `run_state` is one poll from the start, `follow`
 yields the events as they come. A page that refreshes every second reads a long run's events
-once; the status of the run is `RunState.true_status` (the one status, `results.status`).
+once; the status of the run is `RunState.true_status` (the one status,
+`results.current_status`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from workbench.results import read_events
 from workbench.results.layout import EVENTS_FILE
-from workbench.results.statuses import RunStatus
+from workbench.results.run_statuses import RunStatus
 from workbench.runtime.events import (
     Event,
     RunFinished,

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.results import list_bundles
-from workbench.results.statuses import RunStatus
+from workbench.results.run_statuses import RunStatus
 from workbench.runs.cluster import node_addresses, this_host_addresses
 from workbench.runs.follower import RunFollower
 from workbench.runs.processes import process_usage

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from workbench.results.statuses import RunStatus
+from workbench.results.run_statuses import RunStatus
 
 
 def _now() -> str:
@@ -222,7 +222,7 @@ class RunState:
     """What a follower knows of a run from its events: status, rounds, shards' latest progress.
 
     `status` is what the events say; `true_status` is the run's one status
-    (`results.status.run_status` of `bundle`: a run whose writer died reads "dead").
+    (`results.current_status.run_status` of `bundle`: a run whose writer died reads "dead").
     """
 
     status: str = "unknown"
@@ -259,11 +259,12 @@ class RunState:
 
     @property
     def true_status(self) -> str:
-        """The run's one status (`results.status.run_status` of its bundle): running, complete,
-        failed, cancelled or dead; the events' `status` while no bundle manifest reads."""
+        """The run's one status (`results.current_status.run_status` of its bundle): running,
+        complete, failed, cancelled or dead; the events' `status` while no bundle manifest
+        reads."""
         if self.bundle is None:
             return self.status
-        from workbench.results.status import run_status  # here: results loads pyarrow
+        from workbench.results.current_status import run_status  # here: results loads pyarrow
 
         try:
             return run_status(self.bundle)

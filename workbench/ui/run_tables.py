@@ -17,7 +17,7 @@ from workbench.runs.shards import shown_state
 from workbench.runtime.events import RunState, round_note
 
 if TYPE_CHECKING:
-    from workbench.runs.status import LaunchState
+    from workbench.runs.launch_states import LaunchState
 
 __all__ = [
     "LAUNCH_COLUMNS",

@@ -1,4 +1,4 @@
-"""A run's statuses and the resume command have one home, `workbench.results.statuses`."""
+"""A run's statuses and the resume command have one home, `workbench.results.run_statuses`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import workbench
 from workbench.errors import NO_RESUME
-from workbench.results.statuses import (
+from workbench.results.run_statuses import (
     FINISH_STATUSES,
     MANIFEST_STATUSES,
     RunStatus,
@@ -17,7 +17,7 @@ from workbench.results.statuses import (
 )
 
 SOURCE = Path(workbench.__file__).parent
-HOME = SOURCE / "results" / "statuses.py"
+HOME = SOURCE / "results" / "run_statuses.py"
 WORDS = "running|complete|failed|cancelled|dead"
 BARE_STATUS = re.compile(rf"""status\W*\s*(==|!=|=|:|in|not in)\s*\(?["']({WORDS})["']""")
 """A status compared or set as a bare word (what `RunStatus` replaces)."""

@@ -2,9 +2,9 @@
 
 `RunStatus` is a `str` enum, so a manifest's or an event's plain "failed" compares equal to
 `RunStatus.FAILED` and a status written to JSON stays the plain word. The manifest holds one of
-`MANIFEST_STATUSES`; "dead" is never written: it is what `results.status.run_status` reads for a
-run recorded as running whose writer is gone. Light on purpose (no pyarrow): the events'
-reader and the page import it at start.
+`MANIFEST_STATUSES`; "dead" is never written: it is what `results.current_status.run_status`
+reads for a run recorded as running whose writer is gone. Light on purpose (no pyarrow): the
+events' reader and the page import it at start.
 """
 
 from __future__ import annotations

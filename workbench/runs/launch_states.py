@@ -1,7 +1,7 @@
-"""What a launch is now: its run's one status (`results.status.run_status` of its bundle), or,
-before its bundle exists, whether its process still starts (running), was cancelled or failed
-(with its log's last line). Also the runs of a results folder as one table (`list_runs`) and the
-launches still live (`live_launches`, for the launch cap).
+"""What a launch is now: its run's one status (`results.current_status.run_status` of its
+bundle), or, before its bundle exists, whether its process still starts (running), was cancelled
+or failed (with its log's last line). Also the runs of a results folder as one table
+(`list_runs`) and the launches still live (`live_launches`, for the launch cap).
 
 Nothing here holds state that matters: a restarted dashboard or another shell reads the same.
 """
@@ -29,7 +29,7 @@ from workbench._processes import (
 from workbench.errors import BundleError, ConfigError
 from workbench.results import Bundle, list_bundles
 from workbench.results.layout import MANIFEST, RUN_ID_PATTERN
-from workbench.results.statuses import RunStatus, resume_hint
+from workbench.results.run_statuses import RunStatus, resume_hint
 from workbench.runs.follower import run_state
 from workbench.runs.records import (
     CANCEL_FILE,
