@@ -117,7 +117,7 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
         typer.echo(note)
     if b.error:
         typer.echo(f"error:   {b.error}")
-    hint = resume_hint(b.status, b.error, b.path)
+    hint = resume_hint(b.status, b.error, b.path, resumable=b.resumable)
     if hint is not None:
         typer.echo(f"resume:  {hint}")
     frame = b.rounds()

@@ -46,13 +46,13 @@ def runs_follow(
     ] = None,
 ) -> None:
     """Print RUN's events as they come until it ends; exit 0 when it completed, 1 otherwise."""
-    from workbench.results.run_statuses import RunStatus
+    from workbench.results.run_statuses import UNKNOWN, RunStatus
     from workbench.runs.follower import follow
     from workbench.runs.launch_states import resolve_run
     from workbench.runtime.events import RoundFinished, RunFinished, RunStarted, ShardProgress
 
     bundle = resolve_run(run, results)
-    status = "unknown"
+    status: str = UNKNOWN
     try:
         for event in follow(bundle, poll_s=0.2, timeout_s=timeout):
             if isinstance(event, RunStarted):

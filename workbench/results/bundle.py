@@ -43,7 +43,7 @@ from workbench.results.layout import (
     walk,
     with_later_stats,
 )
-from workbench.results.run_statuses import MANIFEST_STATUSES, RunStatus
+from workbench.results.run_statuses import MANIFEST_STATUSES, UNKNOWN, RunStatus
 
 LIST_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -59,15 +59,18 @@ LIST_COLUMNS: tuple[str, ...] = (
 """Columns of `list_bundles`' table (`fork_of`: a fork's parent and the round it starts at,
 `fork_label`; `problem`: why a field reads UNKNOWN; else None)."""
 
-UNKNOWN = "unknown"
-"""What `list_bundles` shows for a field its manifest does not hold readably."""
-
 
 def _not_a_bundle(path: Path, why: str) -> BundleError:
     return BundleError(f"{path / MANIFEST}: not a result bundle ({why})")
 
 
-_KIND_NAMES = {str: "a string", dict: "an object", list: "a list", int: "an integer"}
+_KIND_NAMES = {
+    str: "a string",
+    dict: "an object",
+    list: "a list",
+    int: "an integer",
+    bool: "a boolean",
+}
 
 
 def read_events(path: str | Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
@@ -211,6 +214,13 @@ class Bundle:
     def error(self) -> str | None:
         """What stopped a failed or cancelled run, on one line."""
         return self._field("error", str, optional=True)
+
+    @property
+    def resumable(self) -> bool | None:
+        """Whether a resume may finish the failed run, as its writer recorded it (False when a
+        resume would replay the same prompts); None for a run that did not fail or a bundle
+        written before it was recorded (`run_statuses.can_resume` then judges)."""
+        return self._field("resumable", bool, optional=True)
 
     @property
     def model(self) -> dict[str, Any]:

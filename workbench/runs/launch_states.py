@@ -123,15 +123,17 @@ def bundle_state(
     and for a run that did not complete the error with the resume command."""
     bundle = Path(bundle)
     run = run if run is not None else run_state(bundle)
+    resumable: bool | None = None
     try:
         opened = Bundle.open(bundle)
         status, error = opened.status, opened.error or run.error
+        resumable = opened.resumable
     except BundleError as exc:
         status, error = RunStatus.FAILED, str(exc)
     if status is RunStatus.DEAD:
         who = f"the run's process (pid {run.pid})" if run.pid else "the run's process"
         error = f"{who} died without finishing after {run.rounds_done} of {run.rounds} rounds"
-    hint = resume_hint(status, error, bundle, unless_said=True)
+    hint = resume_hint(status, error, bundle, resumable=resumable, unless_said=True)
     if hint is not None:
         error = f"{error or status}; resume it with {hint}"
     return LaunchState(

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from workbench.results.run_statuses import RunStatus
+from workbench.results.run_statuses import UNKNOWN, RunStatus
 
 
 def _now() -> str:
@@ -225,7 +225,7 @@ class RunState:
     (`results.current_status.run_status` of `bundle`: a run whose writer died reads "dead").
     """
 
-    status: str = "unknown"
+    status: str = UNKNOWN
     run_id: str | None = None
     rounds: int = 0
     rounds_done: int = 0
