@@ -23,6 +23,7 @@ from workbench.runtime.events import (
     RunStarted,
     RunState,
     ShardProgress,
+    ShardState,
     event_from_dict,
 )
 
@@ -48,7 +49,7 @@ class ShardTrack:
         self.node = event.node or self.node
         self.pid = event.pid or self.pid
         self.rss_bytes = event.rss_bytes or self.rss_bytes
-        if event.state == "done":
+        if event.state is ShardState.DONE:
             self.rounds_done = max(self.rounds_done, event.round)
 
 
