@@ -45,7 +45,7 @@ from workbench.results.layout import (
 )
 from workbench.results.run_statuses import MANIFEST_STATUSES, UNKNOWN, RunStatus
 
-LIST_COLUMNS: tuple[str, ...] = (
+BUNDLE_COLUMNS: tuple[str, ...] = (
     "run_id",
     "status",
     "model",
@@ -54,10 +54,14 @@ LIST_COLUMNS: tuple[str, ...] = (
     "rounds_done",
     "fork_of",
     "path",
-    "problem",
 )
-"""Columns of `list_bundles`' table (`fork_of`: a fork's parent and the round it starts at,
-`fork_label`; `problem`: why a field reads UNKNOWN; else None)."""
+"""A bundle's row, the one list of its columns: `model` what answered (`model_label`), `fork_of`
+a fork's parent and the round it starts at (`fork_label`). The results picker shows them;
+`list_bundles` adds `problem`, `runs.list_runs` the launch."""
+
+LIST_COLUMNS: tuple[str, ...] = (*BUNDLE_COLUMNS, "problem")
+"""Columns of `list_bundles`' table: a bundle's row and `problem` (why a field reads UNKNOWN;
+else None)."""
 
 
 def _not_a_bundle(path: Path, why: str) -> BundleError:

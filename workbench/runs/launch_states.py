@@ -28,6 +28,7 @@ from workbench._processes import (
 )
 from workbench.errors import BundleError, ConfigError
 from workbench.results import Bundle, list_bundles
+from workbench.results.bundle import BUNDLE_COLUMNS
 from workbench.results.layout import MANIFEST, RUN_ID_PATTERN
 from workbench.results.run_statuses import RunStatus, resume_hint
 from workbench.runs.follower import run_state
@@ -42,7 +43,7 @@ from workbench.runs.records import (
 from workbench.runtime.events import RunState
 
 __all__ = [
-    "LIST_COLUMNS",
+    "RUN_COLUMNS",
     "LaunchState",
     "bundle_state",
     "launch_alive",
@@ -62,8 +63,8 @@ LAUNCH_START_S = 30.0
 just before it starts the process; a busy machine may take seconds to fork)."""
 LOG_TAIL_BYTES = 16_384
 """How much of a run's log is read for its last error line."""
-LIST_COLUMNS = ("run_id", "status", "created_at", "n_agents", "rounds_done", "launch_id", "path")
-"""Columns of `list_runs`."""
+RUN_COLUMNS: tuple[str, ...] = (*BUNDLE_COLUMNS, "launch_id")
+"""Columns of `list_runs`: a bundle's row and the launch that started the run."""
 
 
 @dataclass
@@ -201,9 +202,9 @@ def live_launches(results_dir: str | Path) -> list[LaunchState]:
 
 
 def list_runs(results_dir: str | Path) -> pd.DataFrame:
-    """The runs of `results_dir` (LIST_COLUMNS), oldest first: every bundle with its one
-    status, and launches whose bundle is not written (yet, or ever); `launch_id` names the
-    launch record of a run started by `runs.launch`."""
+    """The runs of `results_dir` (RUN_COLUMNS), oldest first: every bundle's row with its one
+    status, and launches whose bundle is not written (yet, or ever: what their bundle's manifest
+    would say is None); `launch_id` names the launch record of a run started by `runs.launch`."""
     root = Path(results_dir)
     records = {r.launch_id: r for r in launch_records(root)}
     listed = list_bundles(root)
@@ -217,17 +218,17 @@ def list_runs(results_dir: str | Path) -> pd.DataFrame:
             continue
         state = launch_state(record)
         rows.append(
-            {
+            dict.fromkeys(RUN_COLUMNS)
+            | {
                 "run_id": launch_id,
                 "status": state.status,
                 "created_at": record.started_at,
-                "n_agents": None,
                 "rounds_done": 0,
                 "launch_id": launch_id,
                 "path": str(record.bundle),
             }
         )
-    frame = pd.DataFrame(rows, columns=list(LIST_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(RUN_COLUMNS))
     return frame.sort_values(["created_at", "run_id"], ignore_index=True) if rows else frame
 
 
