@@ -208,14 +208,14 @@ def _report_failed_run(path: str, exc: WorkbenchError) -> None:
     try:
         bundle = Bundle.open(path)
         status, error, resumable = bundle.status, bundle.error, bundle.resumable
-        judged: object = status
     except WorkbenchError:  # the bundle could not even be marked: say what stopped the run
-        status, error, resumable, judged = UNKNOWN, None, is_resumable(exc), RunStatus.FAILED
+        status, error, resumable = UNKNOWN, None, is_resumable(exc)
     error = error or one_line(exc)
     typer.echo(f"status: {status}")
     typer.echo(f"bundle: {path}")
     typer.echo(f"error: {error}", err=True)
-    hint = resume_hint(judged, error, path, resumable=resumable, unless_said=True)
+    failed = RunStatus.FAILED if status == UNKNOWN else status  # it did fail, marked or not
+    hint = resume_hint(failed, error, path, resumable=resumable, unless_said=True)
     if hint is not None:
         typer.echo(f"resume it with\n  {hint}", err=True)
 

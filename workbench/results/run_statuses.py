@@ -1,4 +1,5 @@
-"""A run's statuses, what each one allows, and the command that resumes a run: one home.
+"""A run's statuses, what each one allows (`can_resume`), the word for a status not known
+(UNKNOWN) and the command that resumes a run: one home.
 
 `RunStatus` is a `str` enum, so a manifest's or an event's plain "failed" compares equal to
 `RunStatus.FAILED` and a status written to JSON stays the plain word. The manifest holds one of
