@@ -151,7 +151,7 @@ def launch_results_dir(tmp_path: Path) -> Iterator[Path]:
     import time
 
     from workbench._processes import process_alive
-    from workbench.runs.status import launches
+    from workbench.runs.launch_states import launches
 
     folder = tmp_path / "results"
     yield folder

@@ -9,7 +9,7 @@ from browser_pages import Watched, deep_text
 from playwright.sync_api import Locator
 from served import Served
 
-from workbench.runs.status import LaunchState, launches
+from workbench.runs.launch_states import LaunchState, launches
 
 RUN_TIMEOUT_MS = 300_000
 """A 50-agent, 2-round game on the embedded model on a busy 2-core machine."""

@@ -109,7 +109,7 @@ def run_command(
     from workbench.config import apply_overrides, load_run_config, parse_assignments, to_yaml
     from workbench.errors import ConfigError
     from workbench.results import Bundle
-    from workbench.results.statuses import resume_command
+    from workbench.results.run_statuses import resume_command
     from workbench.results.writer import check_run_id
     from workbench.runtime import Simulation
 
@@ -199,23 +199,24 @@ def run_command(
 
 def _report_failed_run(path: str, exc: WorkbenchError) -> None:
     """A run that failed after writing its bundle: status and bundle on stdout, the manifest's
-    error line and (unless that line already ends with it) the resume command on stderr."""
-    from workbench.errors import one_line
+    error line and (where a resume can finish it, unless that line already ends with it) the
+    resume command on stderr."""
+    from workbench.errors import is_resumable, one_line
     from workbench.results import Bundle
-    from workbench.results.statuses import RunStatus, resume_hint
+    from workbench.results.run_statuses import UNKNOWN, RunStatus, resume_hint
 
     try:
         bundle = Bundle.open(path)
-        status, error = bundle.status, bundle.error
+        status, error, resumable = bundle.status, bundle.error, bundle.resumable
     except WorkbenchError:  # the bundle could not even be marked: say what stopped the run
-        status, error = "unknown", None
+        status, error, resumable = UNKNOWN, None, is_resumable(exc)
     error = error or one_line(exc)
     typer.echo(f"status: {status}")
     typer.echo(f"bundle: {path}")
     typer.echo(f"error: {error}", err=True)
-    hint = resume_hint(RunStatus.FAILED if status == "unknown" else status, error, path,
-                       unless_said=True)  # fmt: skip
-    if getattr(exc, "resumable", True) and hint is not None:
+    failed = RunStatus.FAILED if status == UNKNOWN else status  # it did fail, marked or not
+    hint = resume_hint(failed, error, path, resumable=resumable, unless_said=True)
+    if hint is not None:
         typer.echo(f"resume it with\n  {hint}", err=True)
 
 
@@ -245,7 +246,7 @@ def sweep_command(
     from workbench.experiment import sweep
     from workbench.experiment.sweep import Base, CellResult, ForkFrom
     from workbench.results import Bundle
-    from workbench.results.statuses import RunStatus
+    from workbench.results.run_statuses import RunStatus
 
     if grid is None:
         raise ConfigError("--grid: give the grid YAML to sweep (--grid GRID.yaml)")

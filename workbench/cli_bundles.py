@@ -85,7 +85,7 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
     """Show a bundle's status, model, config summary and round table."""
     from workbench.results import Bundle
     from workbench.results.reproduction import build_reach
-    from workbench.results.statuses import resume_hint
+    from workbench.results.run_statuses import resume_hint
 
     b = Bundle.open(bundle)
     cfg = b.config
@@ -117,7 +117,7 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
         typer.echo(note)
     if b.error:
         typer.echo(f"error:   {b.error}")
-    hint = resume_hint(b.status, b.error, b.path)
+    hint = resume_hint(b.status, b.error, b.path, resumable=b.resumable)
     if hint is not None:
         typer.echo(f"resume:  {hint}")
     frame = b.rounds()

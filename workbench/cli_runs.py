@@ -27,7 +27,7 @@ def runs_list(
 ) -> None:
     """List the runs under ROOT with their status: running, complete, failed, cancelled or
     dead (marked running, but its writer is gone), and the launch that started each."""
-    from workbench.runs.status import list_runs
+    from workbench.runs.launch_states import list_runs
 
     root = results_dir(root)
     frame = list_runs(root)
@@ -46,13 +46,13 @@ def runs_follow(
     ] = None,
 ) -> None:
     """Print RUN's events as they come until it ends; exit 0 when it completed, 1 otherwise."""
-    from workbench.results.statuses import RunStatus
+    from workbench.results.run_statuses import UNKNOWN, RunStatus
     from workbench.runs.follower import follow
-    from workbench.runs.status import resolve_run
+    from workbench.runs.launch_states import resolve_run
     from workbench.runtime.events import RoundFinished, RunFinished, RunStarted, ShardProgress
 
     bundle = resolve_run(run, results)
-    status = "unknown"
+    status: str = UNKNOWN
     try:
         for event in follow(bundle, poll_s=0.2, timeout_s=timeout):
             if isinstance(event, RunStarted):
@@ -88,7 +88,7 @@ def runs_cancel(
     """Interrupt a run started by the launcher (SIGINT, as Ctrl-C: it stops as cancelled),
     once its process is proven to be that launch's `workbench run`; else nothing is sent."""
     from workbench.runs.cancelling import cancel
-    from workbench.runs.status import resolve_run
+    from workbench.runs.launch_states import resolve_run
 
     bundle = resolve_run(run, results)
     pid = cancel(bundle)  # BundleError (one line, exit 2) when it is not proven ours

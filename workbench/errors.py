@@ -97,6 +97,13 @@ class RoundFailedError(ModelError):
         self.resumable = resumable
 
 
+def is_resumable(exc: BaseException) -> bool:
+    """Whether a resume may finish a run that stopped with `exc`: False only for a
+    RoundFailedError that says a resume would replay the same prompts (the writer records it in
+    the manifest as `resumable`)."""
+    return not isinstance(exc, RoundFailedError) or exc.resumable
+
+
 class ContractError(WorkbenchError):
     """One of the workbench's parts broke its contract with another (a bug, named plainly)."""
 

@@ -13,7 +13,7 @@ from browser_pages import Watched, deep_text
 from dashboard_pages import RUN_TIMEOUT_MS, choose, fill, newest_launch, results_of, run_tab
 from served import Served
 
-from workbench.runs.status import launches
+from workbench.runs.launch_states import launches
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 

@@ -19,7 +19,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from served import Served
 
 from workbench.results import Bundle
-from workbench.runs.status import launches
+from workbench.runs.launch_states import launches
 from workbench.ui.layout_guard import GUARD_FLAG
 
 pytestmark = pytest.mark.slow

@@ -27,7 +27,7 @@ from ports import free_port
 from served import Served
 
 from workbench.results import Bundle
-from workbench.runs.status import launches
+from workbench.runs.launch_states import launches
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from run_configs import small_config
 
 import workbench.results as results
 from workbench._files import atomic_write
-from workbench.errors import BundleError
+from workbench.errors import BundleError, RoundFailedError
 from workbench.results import (
     RESPONSE_SCHEMA,
     ROUND_COLUMNS,
@@ -277,6 +277,26 @@ def test_context_manager_marks_failed_and_reraises(tmp_path: Path) -> None:
     assert bundle.status == "failed" and not bundle.is_complete
     assert bundle.manifest["error"] == "RuntimeError: model server went away"
     assert "personas.parquet" in bundle.manifest["files"]
+
+
+def test_a_failed_run_records_whether_a_resume_can_finish_it(tmp_path: Path) -> None:
+    """`resumable` stands in a failed run's manifest beside its error (True for any failure,
+    False when the RoundFailedError says a resume would replay the same prompts), is read back
+    as `Bundle.resumable`, and goes when a resume marks the run running again."""
+    replayed = RoundFailedError("round 1: prompts too long", resumable=False)
+    for run_id, error, expected in (("r1", RuntimeError("gone"), True), ("r2", replayed, False)):
+        with pytest.raises(type(error)):
+            with BundleWriter(tmp_path, make_config(), run_id=run_id):
+                raise error
+        manifest = json.loads((tmp_path / run_id / "manifest.json").read_text(encoding="utf-8"))
+        assert manifest["status"] == "failed" and manifest["resumable"] is expected
+        assert Bundle.open(tmp_path / run_id).resumable is expected
+    BundleWriter.reopen(tmp_path / "r1").close()
+    assert "resumable" not in Bundle.open(tmp_path / "r1").manifest
+    with BundleWriter(tmp_path, make_config(), run_id="r3"):
+        pass
+    assert "resumable" not in Bundle.open(tmp_path / "r3").manifest
+    assert Bundle.open(tmp_path / "r3").resumable is None
 
 
 def test_context_manager_keyboard_interrupt_marks_cancelled(tmp_path: Path) -> None:

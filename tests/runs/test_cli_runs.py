@@ -11,6 +11,7 @@ from cli_helpers import assert_user_error, in_process
 
 from workbench.config import RunConfig, save_yaml
 from workbench.results import Bundle
+from workbench.runs.launch_states import RUN_COLUMNS
 from workbench.runs.records import LAUNCHES_DIR
 
 
@@ -67,9 +68,7 @@ def test_runs_list_follow_and_cancel_a_finished_run(config_file: Path, tmp_path:
     assert listed.returncode == 0, listed.stderr
     rows = {line.split()[0]: line.split() for line in listed.stdout.splitlines()[1:]}
     assert rows["r1"][1] == "complete" and rows["r2"][1] == "failed"
-    assert listed.stdout.splitlines()[0].split() == [
-        *("run_id", "status", "created_at", "n_agents", "rounds_done", "launch_id", "path")
-    ]
+    assert tuple(listed.stdout.splitlines()[0].split()) == RUN_COLUMNS
 
     followed = in_process(["runs", "follow", "r1", "--results", out], tmp_path)
     assert followed.returncode == 0, followed.stderr

@@ -25,8 +25,8 @@ from workbench.config import RunConfig
 from workbench.results import BundleWriter
 from workbench.runs.cancelling import cancel
 from workbench.runs.endpoints import ENDPOINT_COLUMNS, endpoints
+from workbench.runs.launch_states import launch_state
 from workbench.runs.launcher import launch
-from workbench.runs.status import launch_state
 
 SECRET_VAR = "WB_TEST_ENDPOINT_SECRET"
 SECRET = "sk-must-never-leave-0123456789"

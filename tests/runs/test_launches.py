@@ -32,9 +32,9 @@ from workbench.errors import BundleError, ConfigError, ModelError
 from workbench.results import Bundle, list_bundles, verify_bundle
 from workbench.results.layout import LOCK_FILE
 from workbench.runs.cancelling import cancel
+from workbench.runs.launch_states import LaunchState, bundle_state, launches, log_error, wait_for
 from workbench.runs.launcher import check_model, launch
 from workbench.runs.records import LAUNCHES_DIR, Launch
-from workbench.runs.status import LaunchState, bundle_state, launches, log_error, wait_for
 from workbench.ui.run_tables import launches_table, round_table, shard_table
 
 pytestmark = [

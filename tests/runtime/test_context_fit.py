@@ -24,6 +24,7 @@ from workbench.llm import sampling_params
 from workbench.llm.base import ChatResult
 from workbench.llm.embedded.engine import chat_tokens, vocabulary
 from workbench.llm.embedded.llamacpp import LlamaCppModel
+from workbench.results import Bundle
 from workbench.runtime import Simulation
 
 
@@ -104,5 +105,6 @@ def test_a_round_failed_on_the_context_gives_no_resume_advice(make_config, tmp_p
     assert "start a new run with a larger model.n_ctx" in message and NO_RESUME in message
     assert "--resume" not in message
     (bundle,) = tmp_path.iterdir()
+    assert Bundle.open(bundle).manifest["resumable"] is False
     result = workbench("bundles", "show", bundle, cwd=tmp_path)
     assert result.returncode == 0 and "resume:" not in result.stdout, result.stdout

@@ -30,7 +30,7 @@ from workbench.runtime import (
     ShardProgress,
     Simulation,
 )
-from workbench.runtime.events import event_from_dict
+from workbench.runtime.events import ShardState, event_from_dict
 
 FOLLOWER = """
 import json, sys, time
@@ -62,13 +62,25 @@ def test_the_bus_delivers_in_order_and_survives_a_broken_subscriber() -> None:
 def test_events_round_trip_through_json() -> None:
     events = [
         RunStarted(run_id="r", bundle="b", config={}, rounds=2, n_agents=3, backend="local"),
-        ShardProgress(run_id="r", round=1, shard=0, agents=3, answered=3, state="done"),
+        ShardProgress(run_id="r", round=1, shard=0, agents=3, answered=3, state=ShardState.DONE),
         RoundFinished(run_id="r", round=1, stats={"mean": 2.5}),
         RunFinished(run_id="r", status="complete", rounds_done=2),
     ]
     for event in events:
         assert event_from_dict(json.loads(json.dumps(event.to_dict()))) == event
     assert event_from_dict({"kind": "from_the_future", "run_id": "r"}) is None
+
+
+def test_a_shard_state_is_typed_and_stays_its_plain_word() -> None:
+    """`ShardProgress.state` is a ShardState; events.jsonl holds the plain word, as before, and
+    a stored event's word reads back as the member."""
+    event = ShardProgress(run_id="r", round=1, shard=0, agents=3)
+    assert event.state is ShardState.PLAYING
+    assert '"state": "playing"' in json.dumps(event.to_dict())
+    stored = {"kind": "shard_progress", "run_id": "r", "round": 1, "shard": 0, "agents": 3}
+    read = event_from_dict({**stored, "state": "done"})
+    assert isinstance(read, ShardProgress) and read.state is ShardState.DONE
+    assert [s.value for s in ShardState] == ["playing", "done", "stopped"]
 
 
 def _follow_a_run(sim: Simulation, out: Path, run_id: str) -> list[dict]:

@@ -229,6 +229,7 @@ def test_a_round_whose_answers_all_failed_stops_the_run_as_failed(kind, make_con
 
     bundle = Bundle.open(path)
     assert bundle.status == "failed" and bundle.error == one_line(caught.value)
+    assert bundle.manifest["resumable"] is True
     assert bundle.rounds_count == 0 and len(bundle.rounds()) == 0
     assert not (path / "responses" / "round-1").exists()  # never stored, replayed on resume
     last = bundle.events()[-1]

@@ -150,8 +150,8 @@ def _shown(monitor: ClusterMonitor, alive: Callable[[], bool], why: Callable[[],
 @pytest.mark.slow
 def test_a_live_launched_run_is_shown_and_cancelled(tmp_path):
     from workbench.config import load_run_config
+    from workbench.runs.launch_states import launch_state, log_error
     from workbench.runs.launcher import launch
-    from workbench.runs.status import launch_state, log_error
 
     config = tmp_path / "slow.yaml"
     config.write_text(SLOW_CONFIG, encoding="utf-8")

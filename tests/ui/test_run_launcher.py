@@ -25,9 +25,9 @@ from ports import free_port
 from workbench.config import ModelSpec, PopulationSpec, load_run_config
 from workbench.errors import ModelError
 from workbench.results import Bundle
+from workbench.runs.launch_states import wait_for
 from workbench.runs.launcher import estimate_launch
 from workbench.runs.records import LAUNCHES_DIR
-from workbench.runs.status import wait_for
 from workbench.ui import PopulationEditor
 from workbench.ui.run_launcher import CSS, RunLauncher, quickstart_population
 from workbench.ui.workspace import shown_path

@@ -23,7 +23,7 @@ from workbench._files import atomic_write_text
 from workbench.errors import BundleError, ConfigError
 from workbench.experiment.grid import Cell, flatten
 from workbench.results import Bundle
-from workbench.results.statuses import RunStatus
+from workbench.results.run_statuses import RunStatus
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -32,7 +32,7 @@ from workbench.errors import BundleError, BundleLockedError, ConfigError, one_li
 from workbench.experiment.folder import Experiment
 from workbench.experiment.grid import Cell, GridSpec, expand_grid, load_grid, stored_config
 from workbench.results import Bundle
-from workbench.results.statuses import RunStatus
+from workbench.results.run_statuses import RunStatus
 from workbench.runtime import Simulation
 
 

@@ -17,8 +17,8 @@ from workbench.results.redact import redact
 
 if TYPE_CHECKING:
     from workbench.results.bundle import Bundle, latest_bundle, list_bundles, read_events
+    from workbench.results.current_status import run_status
     from workbench.results.layout import RESPONSE_SCHEMA, ROUND_COLUMNS
-    from workbench.results.status import run_status
     from workbench.results.verify import VerifyReport, verify_bundle
     from workbench.results.writer import BundleWriter, new_run_id
 
@@ -32,7 +32,7 @@ _HOMES: dict[str, str] = {
     "list_bundles": "workbench.results.bundle",
     "new_run_id": "workbench.results.writer",
     "read_events": "workbench.results.bundle",
-    "run_status": "workbench.results.status",
+    "run_status": "workbench.results.current_status",
     "verify_bundle": "workbench.results.verify",
 }
 

@@ -43,9 +43,9 @@ from workbench.results.layout import (
     walk,
     with_later_stats,
 )
-from workbench.results.statuses import MANIFEST_STATUSES, RunStatus
+from workbench.results.run_statuses import MANIFEST_STATUSES, UNKNOWN, RunStatus
 
-LIST_COLUMNS: tuple[str, ...] = (
+BUNDLE_COLUMNS: tuple[str, ...] = (
     "run_id",
     "status",
     "model",
@@ -54,20 +54,27 @@ LIST_COLUMNS: tuple[str, ...] = (
     "rounds_done",
     "fork_of",
     "path",
-    "problem",
 )
-"""Columns of `list_bundles`' table (`fork_of`: a fork's parent and the round it starts at,
-`fork_label`; `problem`: why a field reads UNKNOWN; else None)."""
+"""A bundle's row, the one list of its columns: `model` what answered (`model_label`), `fork_of`
+a fork's parent and the round it starts at (`fork_label`). The results picker shows them;
+`list_bundles` adds `problem`, `runs.list_runs` the launch."""
 
-UNKNOWN = "unknown"
-"""What `list_bundles` shows for a field its manifest does not hold readably."""
+LIST_COLUMNS: tuple[str, ...] = (*BUNDLE_COLUMNS, "problem")
+"""Columns of `list_bundles`' table: a bundle's row and `problem` (why a field reads UNKNOWN;
+else None)."""
 
 
 def _not_a_bundle(path: Path, why: str) -> BundleError:
     return BundleError(f"{path / MANIFEST}: not a result bundle ({why})")
 
 
-_KIND_NAMES = {str: "a string", dict: "an object", list: "a list", int: "an integer"}
+_KIND_NAMES = {
+    str: "a string",
+    dict: "an object",
+    list: "a list",
+    int: "an integer",
+    bool: "a boolean",
+}
 
 
 def read_events(path: str | Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
@@ -181,9 +188,9 @@ class Bundle:
 
     @property
     def status(self) -> RunStatus:
-        """The run's status now (`results.status.run_status`): running, complete, failed,
+        """The run's status now (`results.current_status.run_status`): running, complete, failed,
         cancelled, or dead when the manifest reads running but its writer is gone."""
-        from workbench.results.status import run_status
+        from workbench.results.current_status import run_status
 
         return run_status(self.path, self.recorded_status)
 
@@ -211,6 +218,13 @@ class Bundle:
     def error(self) -> str | None:
         """What stopped a failed or cancelled run, on one line."""
         return self._field("error", str, optional=True)
+
+    @property
+    def resumable(self) -> bool | None:
+        """Whether a resume may finish the failed run, as its writer recorded it (False when a
+        resume would replay the same prompts); None for a run that did not fail or a bundle
+        written before it was recorded (`run_statuses.can_resume` then judges)."""
+        return self._field("resumable", bool, optional=True)
 
     @property
     def model(self) -> dict[str, Any]:

@@ -70,6 +70,7 @@ MANIFEST_KEYS: tuple[str, ...] = (
     "rounds",
     "files",
     "error",
+    "resumable",
 )
 """Top-level manifest keys the writer manages; `record()` refuses them."""
 

@@ -5,7 +5,7 @@ two processes racing for a bundle exactly one gets it. A lock left by a process 
 this host is recognised (its pid is gone, or now belongs to a process started after the lock
 was taken) and taken over; a lock from another host cannot be checked from here and is refused
 with the fix. `holder_alive` is the one judgement of a writer's life: the run status
-(`results.status`) and the stale-lock takeover both ask it.
+(`results.current_status`) and the stale-lock takeover both ask it.
 """
 
 from __future__ import annotations

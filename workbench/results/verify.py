@@ -31,7 +31,7 @@ from workbench.results.layout import (
     round_of_dir,
     symlinks,
 )
-from workbench.results.statuses import RunStatus, resume_command
+from workbench.results.run_statuses import RunStatus, resume_command
 
 STAT_FIELDS: tuple[str, ...] = ROUND_STAT_FIELDS
 """rounds.parquet columns that verify recomputes from the responses (game's statistics)."""

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from workbench import _files
 from workbench._version import DISTRIBUTION, __version__
 from workbench.config import RunConfig, resolve_population, to_yaml, validate
-from workbench.errors import BundleError, ConfigError, ContractError, one_line
+from workbench.errors import BundleError, ConfigError, ContractError, is_resumable, one_line
 from workbench.results import lock
 from workbench.results.bundle import Bundle
 from workbench.results.layout import (
@@ -60,7 +60,7 @@ from workbench.results.layout import (
     rounds_table,
 )
 from workbench.results.redact import redact
-from workbench.results.statuses import FINISH_STATUSES, RunStatus, resume_command
+from workbench.results.run_statuses import FINISH_STATUSES, RunStatus, resume_command
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -324,6 +324,7 @@ class BundleWriter:
                 _write_parquet(groups, kept)
         self._drop_partial_event()
         manifest = dict(bundle.manifest)
+        manifest.pop("resumable", None)  # said of the failure this resume leaves behind
         earlier = manifest.get("resumed")
         earlier = earlier if isinstance(earlier, list) else []
         entry = {"at": _now(), "after_round": len(done)}
@@ -518,11 +519,14 @@ class BundleWriter:
         status: str = RunStatus.COMPLETE,
         error: str | None = None,
         event: Mapping[str, Any] | None = None,
+        *,
+        resumable: bool = True,
     ) -> None:
         """Hash every data file into the manifest and mark the run complete, failed or cancelled.
 
-        `event` (the run's last) is appended to events.jsonl first, so the hashes cover it.
-        The writer lock is released.
+        A failed run's manifest records `resumable` beside its error (False: a resume would
+        replay the same prompts). `event` (the run's last) is appended to events.jsonl first,
+        so the hashes cover it. The writer lock is released.
         """
         with self._events:
             self._check_open()
@@ -534,6 +538,8 @@ class BundleWriter:
             self._manifest.update(
                 status=status, finished_at=_now(), files=self._file_entries(), error=error
             )
+            if status == RunStatus.FAILED:
+                self._manifest["resumable"] = resumable
             self._write_manifest()
             self._finished = True
         self.close()
@@ -568,7 +574,12 @@ class BundleWriter:
         try:
             if error is not None:
                 self._drop_open_rounds()
-            self.finish(status, error=None if error is None else one_line(error), event=event)
+            self.finish(
+                status,
+                error=None if error is None else one_line(error),
+                event=event,
+                resumable=error is None or is_resumable(error),
+            )
         except Exception as finish_exc:
             if error is None:
                 raise

@@ -6,10 +6,9 @@ so nothing it says is trusted on its own. The process is pinned first (a pidfd, 
 them, so the pid cannot be reused between the checks and the signal), then it must be: on this
 host, alive, a `workbench run` whose command line names this launch's own config file
 (`.launches/<id>/config.yaml`) and `--run-id <id>`, started within START_SLACK_S of the record's
-time (`runs.status.started_with`), and the holder of its bundle's writer lock once the bundle
-exists. Otherwise nothing is
-sent and the refusal says why. A run that was not started by `runs.launch` (no record) is
-cancelled where it runs (Ctrl-C), never from here.
+time (`runs.launch_states.started_with`), and the holder of its bundle's writer lock once the
+bundle exists. Otherwise nothing is sent and the refusal says why. A run that was not started by
+`runs.launch` (no record) is cancelled where it runs (Ctrl-C), never from here.
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ from workbench._files import atomic_write_text
 from workbench._processes import process_alive, process_command
 from workbench.errors import BundleError, ConfigError
 from workbench.results.lock import read_holder
+from workbench.runs.launch_states import LaunchState, launch_state, started_with
 from workbench.runs.records import CANCEL_FILE, CONFIG_FILE, LAUNCHES_DIR, Launch, is_run_of
-from workbench.runs.status import LaunchState, launch_state, started_with
 
 __all__ = ["cancel", "cancel_run", "refusal"]
 

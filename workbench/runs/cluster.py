@@ -20,7 +20,7 @@ import pandas as pd
 from workbench._net import LOOPBACK_NAMES
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.results import Bundle
-from workbench.results.statuses import RunStatus
+from workbench.results.run_statuses import UNKNOWN, RunStatus
 
 __all__ = [
     "ACTOR_COLUMNS",
@@ -166,19 +166,19 @@ def this_host_addresses() -> set[str]:
 
 
 def _run_status(results_dir: Path, run_id: str) -> str:
-    """The true status of run `run_id` in `results_dir`; "unknown" when it is not there."""
+    """The true status of run `run_id` in `results_dir`; UNKNOWN when it is not there."""
     path = results_dir / run_id
     try:
         return Bundle.open(path).status
     except WorkbenchError:
-        return "unknown"
+        return UNKNOWN
 
 
 def named_actors(results_dir: str | Path) -> pd.DataFrame:
     """The workbench's named shard actors alive in the connected cluster (ACTOR_COLUMNS), with
     their run's status in `results_dir`; `idle` when that run is there and no longer running.
 
-    Actors of runs that are not in `results_dir` ("unknown") are never idle: another folder's
+    Actors of runs that are not in `results_dir` (UNKNOWN) are never idle: another folder's
     run may still be playing them. Empty when this process is not connected to Ray.
     """
     ray = _ray_if_connected()

@@ -19,11 +19,11 @@ import pandas as pd
 
 from workbench.config import LLMPolicySpec, ModelSpec, RunConfig, load_run_config
 from workbench.errors import BundleError, ConfigError, ModelError
-from workbench.results.statuses import RunStatus
+from workbench.results.run_statuses import RunStatus
 from workbench.runs.cancelling import refusal
+from workbench.runs.launch_states import launches
 from workbench.runs.launcher import run_coroutine
 from workbench.runs.records import CONFIG_FILE
-from workbench.runs.status import launches
 
 __all__ = ["ENDPOINT_COLUMNS", "HEALTH_TIMEOUT_S", "endpoints"]
 

@@ -2,7 +2,8 @@
 last poll into a `RunState` (plus what the monitor wants per shard: when its round started, its
 last node, pid and memory, its rounds done). `run_state` is one poll from the start, `follow`
 yields the events as they come. A page that refreshes every second reads a long run's events
-once; the status of the run is `RunState.true_status` (the one status, `results.status`).
+once; the status of the run is `RunState.true_status` (the one status,
+`results.current_status`).
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from pathlib import Path
 
 from workbench.results import read_events
 from workbench.results.layout import EVENTS_FILE
-from workbench.results.statuses import RunStatus
+from workbench.results.run_statuses import RunStatus
 from workbench.runtime.events import (
     Event,
     RunFinished,
     RunStarted,
     RunState,
     ShardProgress,
+    ShardState,
     event_from_dict,
 )
 
@@ -47,7 +49,7 @@ class ShardTrack:
         self.node = event.node or self.node
         self.pid = event.pid or self.pid
         self.rss_bytes = event.rss_bytes or self.rss_bytes
-        if event.state == "done":
+        if event.state is ShardState.DONE:
             self.rounds_done = max(self.rounds_done, event.round)
 
 

@@ -93,7 +93,7 @@ def check_limits(
     """Refuse a launch over the limits (ConfigError naming the limit and how to raise it):
     more than `max_live` launches running in `results_dir`, or n_agents x game.rounds over
     `max_agent_rounds`."""
-    from workbench.runs.status import live_launches
+    from workbench.runs.launch_states import live_launches
 
     size = config.n_agents * config.game.rounds
     if size > max_agent_rounds:

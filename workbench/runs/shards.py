@@ -17,10 +17,11 @@ from typing import Any
 import pandas as pd
 
 from workbench.results import list_bundles
-from workbench.results.statuses import RunStatus
+from workbench.results.run_statuses import RunStatus
 from workbench.runs.cluster import node_addresses, this_host_addresses
 from workbench.runs.follower import RunFollower
 from workbench.runs.processes import process_usage
+from workbench.runtime.events import ShardState
 
 __all__ = ["SHARD_COLUMNS", "running_runs", "shard_actors", "shown_state"]
 
@@ -39,11 +40,11 @@ FOLLOWERS_KEPT = 64
 """How many runs' followers are kept between calls (several monitors may watch other folders)."""
 
 
-def shown_state(shard_state: str, run_status: str) -> str:
-    """A shard's state as a page shows it: "stopped" when it was still playing and its run
-    is no longer running (failed, cancelled, dead), so it never looks live."""
-    stopped = shard_state == "playing" and run_status != RunStatus.RUNNING
-    return "stopped" if stopped else shard_state
+def shown_state(shard_state: ShardState, run_status: str) -> ShardState:
+    """A shard's state as a page shows it: STOPPED when it was still playing and its run is no
+    longer running (failed, cancelled, dead), so it never looks live."""
+    stopped = shard_state is ShardState.PLAYING and run_status != RunStatus.RUNNING
+    return ShardState.STOPPED if stopped else shard_state
 
 
 def _followed(paths: Iterable[Path]) -> list[RunFollower]:
@@ -84,7 +85,7 @@ def _shard_row(
     shard = follower.shards[index]
     event = shard.latest
     local = shard.node == "local" or (shard.node is None and follower.backend == "local")
-    playing = event.state == "playing"
+    playing = event.state is ShardState.PLAYING
     state = shown_state(event.state, status)
     pid = shard.pid or (follower.state.pid if local else None)
     seconds = event.seconds
@@ -113,7 +114,7 @@ def _shard_row(
         "round": event.round,
         "rounds_done": shard.rounds_done,
         "answered": event.answered,
-        "in_flight": event.agents - event.answered if state == "playing" else 0,
+        "in_flight": event.agents - event.answered if state is ShardState.PLAYING else 0,
         "errors": sum(event.errors.values()),
         "error_kinds": ", ".join(f"{k} {v}" for k, v in sorted(event.errors.items())),
         "tokens": event.prompt_tokens + event.completion_tokens,

@@ -18,10 +18,11 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar
 
-from workbench.results.statuses import RunStatus
+from workbench.results.run_statuses import UNKNOWN, RunStatus
 
 
 def _now() -> str:
@@ -56,11 +57,22 @@ class RunStarted(Event):
     host: str = field(default_factory=socket.gethostname)
 
 
+class ShardState(StrEnum):
+    """A shard's state in a round: PLAYING from its start until its decisions are in (DONE).
+    STOPPED is never emitted: it is how a page shows a shard still playing once its run is over
+    (`runs.shards.shown_state`). A `str` enum, so events.jsonl keeps the plain word and every
+    bundle's events read back the same."""
+
+    PLAYING = "playing"
+    DONE = "done"
+    STOPPED = "stopped"
+
+
 @dataclass(frozen=True, kw_only=True)
 class ShardProgress(Event):
     """A shard's progress in a round: `answered` of `agents`, errors by status, tokens, place.
 
-    `state` is "playing" when the shard starts the round and "done" when its decisions are in.
+    `state` is PLAYING when the shard starts the round and DONE when its decisions are in.
     """
 
     kind: ClassVar[str] = "shard_progress"
@@ -68,7 +80,7 @@ class ShardProgress(Event):
     shard: int
     agents: int
     answered: int = 0
-    state: str = "playing"
+    state: ShardState = ShardState.PLAYING
     errors: dict[str, int] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -77,6 +89,9 @@ class ShardProgress(Event):
     node: str | None = None
     pid: int | None = None
     rss_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state", ShardState(self.state))  # a read event's plain word
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,7 +148,7 @@ def rss_bytes() -> int | None:
 def shard_done(
     decisions: Any, round_number: int, shard: int, seconds: float, node: str | None = None
 ) -> ShardProgress:
-    """The "done" progress of a shard from its decisions table (an Arrow table)."""
+    """The DONE progress of a shard from its decisions table (an Arrow table)."""
     import pyarrow.compute as pc
 
     statuses = pc.value_counts(decisions.column("status")).to_pylist()
@@ -149,7 +164,7 @@ def shard_done(
         shard=shard,
         agents=n,
         answered=n,
-        state="done",
+        state=ShardState.DONE,
         errors=errors,
         prompt_tokens=total("prompt_tokens"),
         completion_tokens=total("completion_tokens"),
@@ -222,10 +237,10 @@ class RunState:
     """What a follower knows of a run from its events: status, rounds, shards' latest progress.
 
     `status` is what the events say; `true_status` is the run's one status
-    (`results.status.run_status` of `bundle`: a run whose writer died reads "dead").
+    (`results.current_status.run_status` of `bundle`: a run whose writer died reads "dead").
     """
 
-    status: str = "unknown"
+    status: str = UNKNOWN
     run_id: str | None = None
     rounds: int = 0
     rounds_done: int = 0
@@ -259,11 +274,12 @@ class RunState:
 
     @property
     def true_status(self) -> str:
-        """The run's one status (`results.status.run_status` of its bundle): running, complete,
-        failed, cancelled or dead; the events' `status` while no bundle manifest reads."""
+        """The run's one status (`results.current_status.run_status` of its bundle): running,
+        complete, failed, cancelled or dead; the events' `status` while no bundle manifest
+        reads."""
         if self.bundle is None:
             return self.status
-        from workbench.results.status import run_status  # here: results loads pyarrow
+        from workbench.results.current_status import run_status  # here: results loads pyarrow
 
         try:
             return run_status(self.bundle)

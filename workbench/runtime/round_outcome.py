@@ -16,7 +16,7 @@ from workbench.config import RunConfig
 from workbench.errors import NO_RESUME, RoundFailedError
 from workbench.game import FAILED_STATUSES, RoundStats, round_stats
 from workbench.llm.base import most_informative
-from workbench.results.statuses import resume_command
+from workbench.results.run_statuses import resume_command
 
 CONTEXT_OVERFLOW = re.compile(r"context (window|length|size)", re.IGNORECASE)
 """A failed answer's error saying its prompt did not fit the model's context (llama.cpp's

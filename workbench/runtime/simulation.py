@@ -44,7 +44,7 @@ from workbench.llm import ChatModel, as_chat_model, model_for, sampling_params
 from workbench.population import quota_assignment, sample_population
 from workbench.results import Bundle, BundleWriter
 from workbench.results.fork import check_fork, copy_shared_rounds, forked_from
-from workbench.results.statuses import RunStatus
+from workbench.results.run_statuses import RunStatus
 from workbench.results.writer import final_status
 from workbench.runtime.backend import Backend, make_backend
 from workbench.runtime.blocking import run_blocking

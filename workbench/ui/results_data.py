@@ -18,11 +18,10 @@ import pyarrow.parquet as pq
 
 from workbench.experiment.grid import flatten
 from workbench.results import Bundle, list_bundles
-from workbench.results.bundle import model_label
+from workbench.results.bundle import BUNDLE_COLUMNS, model_label
 from workbench.results.export import tidy_table
 
 __all__ = [
-    "BUNDLE_COLUMNS",
     "FORMATS",
     "PROVENANCE_KEYS",
     "TABLES",
@@ -45,18 +44,6 @@ TIDY = "tidy"
 FORMATS: tuple[str, ...] = ("csv", "parquet")
 """The download formats."""
 
-BUNDLE_COLUMNS: tuple[str, ...] = (
-    "run_id",
-    "status",
-    "model",
-    "n_agents",
-    "rounds_done",
-    "fork_of",
-    "created_at",
-    "path",
-)
-"""Columns of the picker's table: `list_bundles`' (with the model that answered), reordered."""
-
 PROVENANCE_KEYS: tuple[str, ...] = (
     "status",
     "error",
@@ -76,7 +63,8 @@ NOT_GROUPS = frozenset({"agent_id", "persona"})
 
 
 def bundle_rows(root: str | Path) -> tuple[pd.DataFrame, dict[str, str]]:
-    """The bundles under `root` (BUNDLE_COLUMNS, oldest first) and the damaged ones.
+    """The bundles under `root` (a bundle's row, `results.bundle.BUNDLE_COLUMNS`, oldest first)
+    and the damaged ones.
 
     The second value maps each sub-folder whose manifest.json cannot be read whole to why
     (`list_bundles`' `problem`); folders without a manifest are not bundles and are left out.

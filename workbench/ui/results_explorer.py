@@ -40,10 +40,10 @@ import param
 from workbench.errors import BundleError, WorkbenchError
 from workbench.experiment.compare import config_differences
 from workbench.results import Bundle, VerifyReport, verify_bundle
+from workbench.results.bundle import BUNDLE_COLUMNS
 from workbench.ui.lazy_view import LazyView, pane_view, watch_first
 from workbench.ui.notices import notice
 from workbench.ui.results_data import (
-    BUNDLE_COLUMNS,
     TABLES,
     bundle_rows,
     group_columns,

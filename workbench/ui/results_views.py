@@ -15,7 +15,7 @@ import pandas as pd
 import panel as pn
 
 from workbench.errors import WorkbenchError
-from workbench.results.statuses import RunStatus, resume_command
+from workbench.results.run_statuses import RunStatus, resume_command
 from workbench.ui.download_links import download_href
 from workbench.ui.notices import Level, notice
 from workbench.ui.results_data import FORMATS

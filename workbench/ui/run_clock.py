@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Self
 
-from workbench.results.statuses import RunStatus
-from workbench.runs.status import LaunchState
+from workbench.results.run_statuses import RunStatus
+from workbench.runs.launch_states import LaunchState
 from workbench.ui.safe_text import md
 from workbench.ui.workspace import shown_path
 

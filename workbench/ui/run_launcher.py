@@ -5,8 +5,8 @@ validated as the CLI validates it; Run hands it to `workbench.runs.launcher.laun
 event loop, which checks the model (an unreachable endpoint is named in the page before
 anything starts) and starts `workbench run --run-id` in its own process. Progress comes from the
 bundle's events on disk (`runs.follower.RunFollower`, reading only what was appended), and its
-status from the one status function (`runs.status`), refreshed by a periodic callback when
-served or by `refresh()`: per shard, per round, the status a dead writer cannot fake. A new
+status from the one status function (`runs.launch_states`), refreshed by a periodic callback
+when served or by `refresh()`: per shard, per round, the status a dead writer cannot fake. A new
 RunLauncher on the same results folder re-attaches to the newest live run, so a reloaded page or
 a restarted dashboard shows it again. While it plays, the round in play is drawn as its shards'
 part files land (`live_round_view`). A finished run shows its guesses by a persona column
@@ -32,19 +32,19 @@ from workbench.results import Bundle
 from workbench.results.layout import MANIFEST
 from workbench.results.live_round import RoundSoFar
 from workbench.results.round_table import ROUND_TABLE
-from workbench.results.statuses import RunStatus
+from workbench.results.run_statuses import RunStatus
 from workbench.runs.cancelling import cancel
 from workbench.runs.follower import RunFollower
-from workbench.runs.launcher import check_model, launch
-from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
-from workbench.runs.records import Launch
-from workbench.runs.status import (
+from workbench.runs.launch_states import (
     LaunchState,
     bundle_state,
     launch_state,
     launches,
     running_bundles,
 )
+from workbench.runs.launcher import check_model, launch
+from workbench.runs.limits import MAX_AGENT_ROUNDS, MAX_LIVE_LAUNCHES
+from workbench.runs.records import Launch
 from workbench.ui.estimate_view import EstimateShown, run_estimate
 from workbench.ui.launch_settings import LaunchSettings, quickstart_population
 from workbench.ui.live_round_view import LiveRounds, live_view

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from workbench.results.round_table import ROUND_TABLE
+from workbench.results.run_statuses import UNKNOWN
 from workbench.runs.shards import shown_state
 from workbench.runtime.events import RunState, round_note
 
 if TYPE_CHECKING:
-    from workbench.runs.status import LaunchState
+    from workbench.runs.launch_states import LaunchState
 
 __all__ = [
     "LAUNCH_COLUMNS",
@@ -47,7 +48,7 @@ def shard_table(state: RunState | None) -> pd.DataFrame:
     """Each shard's latest progress: shard, round, node, agents, answered, state (see
     `shown_state`), errors (count by kind, e.g. "timeout: 2"), tokens (prompt + completion)."""
     rows = []
-    status = state.true_status if state else "unknown"  # once per table, not per shard
+    status = state.true_status if state else UNKNOWN  # once per table, not per shard
     for shard, progress in sorted((state.shards if state else {}).items()):
         errors = ", ".join(f"{kind}: {n}" for kind, n in sorted(progress.errors.items()))
         rows.append(

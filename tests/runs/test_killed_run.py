@@ -3,7 +3,7 @@
 A slow random-policy `workbench run --run-id` (no model) runs in a subprocess; once a round is
 recorded it is killed with SIGKILL. Then `workbench runs list`, `workbench bundles list|show`,
 `Bundle.status`, `list_bundles`, `run_state().true_status`, the launcher page's status and the
-monitor's tables all read "dead", from the one function `results.status.run_status`.
+monitor's tables all read "dead", from the one function `results.current_status.run_status`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from cli_helpers import SLOW_RUN_YAML, workbench
 
 from workbench.results import Bundle, list_bundles, run_status
 from workbench.runs.follower import follow, run_state
+from workbench.runs.launch_states import bundle_state, list_runs
 from workbench.runs.shards import running_runs, shard_actors
-from workbench.runs.status import bundle_state, list_runs
 
 pytestmark = [
     pytest.mark.slow,

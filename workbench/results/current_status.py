@@ -19,7 +19,7 @@ from pathlib import Path
 
 from workbench.results import lock
 from workbench.results.layout import LOCK_FILE, MANIFEST
-from workbench.results.statuses import MANIFEST_STATUSES, RunStatus
+from workbench.results.run_statuses import MANIFEST_STATUSES, RunStatus
 
 __all__ = ["run_status", "writer_alive"]
 

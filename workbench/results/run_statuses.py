@@ -1,10 +1,11 @@
-"""A run's statuses, what each one allows, and the command that resumes a run: one home.
+"""A run's statuses, what each one allows (`can_resume`), the word for a status not known
+(UNKNOWN) and the command that resumes a run: one home.
 
 `RunStatus` is a `str` enum, so a manifest's or an event's plain "failed" compares equal to
 `RunStatus.FAILED` and a status written to JSON stays the plain word. The manifest holds one of
-`MANIFEST_STATUSES`; "dead" is never written: it is what `results.status.run_status` reads for a
-run recorded as running whose writer is gone. Light on purpose (no pyarrow): the events'
-reader and the page import it at start.
+`MANIFEST_STATUSES`; "dead" is never written: it is what `results.current_status.run_status`
+reads for a run recorded as running whose writer is gone. Light on purpose (no pyarrow): the
+events' reader and the page import it at start.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ __all__ = [
     "FINISH_STATUSES",
     "MANIFEST_STATUSES",
     "RESUME",
+    "UNKNOWN",
     "RunStatus",
+    "can_resume",
     "resume_command",
     "resume_hint",
 ]
@@ -45,11 +48,17 @@ class RunStatus(StrEnum):
 
     @classmethod
     def of(cls, value: object) -> RunStatus | None:
-        """`value` as a status, None when it is none (a damaged manifest, "unknown")."""
+        """`value` as a status, None when it is none (a damaged manifest, UNKNOWN)."""
         try:
             return cls(value)
         except ValueError:
             return None
+
+
+UNKNOWN = "unknown"
+"""What a status reads when it is not known (a bundle that does not open, a run that is not in
+the folder asked, a run whose events said nothing yet), and a bundle row's field its manifest
+does not hold readably: the one word for it, never a `RunStatus`."""
 
 
 MANIFEST_STATUSES: tuple[RunStatus, ...] = (
@@ -72,14 +81,30 @@ def resume_command(bundle: str | Path) -> str:
     return f"{RESUME} {bundle}"
 
 
-def resume_hint(
-    status: object, error: str | None, bundle: str | Path, *, unless_said: bool = False
-) -> str | None:
-    """The resume command for a run in `status` that stopped with `error`, or None: while it
-    runs or once complete, when its error says a resume would replay the same prompts
-    (NO_RESUME), and with `unless_said` when the error already gives the command."""
+def can_resume(status: object, resumable: bool | None = None, error: str | None = None) -> bool:
+    """Whether `workbench run --resume` may finish a run in `status`: never while it runs, once
+    complete or when its status is not known; else what its manifest records (`resumable`, set
+    when a run fails). A bundle written before that field (`resumable` None) falls back to its
+    error's text: resumable unless it says NO_RESUME (the one place that still reads it)."""
     known = RunStatus.of(status)
-    said = error or ""
-    if known is None or not known.resumable or NO_RESUME in said:
+    if known is None or not known.resumable:
+        return False
+    if resumable is not None:
+        return resumable
+    return NO_RESUME not in (error or "")
+
+
+def resume_hint(
+    status: object,
+    error: str | None,
+    bundle: str | Path,
+    *,
+    resumable: bool | None = None,
+    unless_said: bool = False,
+) -> str | None:
+    """The resume command for a run in `status` that stopped with `error`, or None where a
+    resume cannot finish it (`can_resume`, with the manifest's `resumable`), and with
+    `unless_said` when the error already gives the command."""
+    if not can_resume(status, resumable, error):
         return None
-    return None if unless_said and RESUME in said else resume_command(bundle)
+    return None if unless_said and RESUME in (error or "") else resume_command(bundle)

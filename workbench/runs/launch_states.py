@@ -1,7 +1,7 @@
-"""What a launch is now: its run's one status (`results.status.run_status` of its bundle), or,
-before its bundle exists, whether its process still starts (running), was cancelled or failed
-(with its log's last line). Also the runs of a results folder as one table (`list_runs`) and the
-launches still live (`live_launches`, for the launch cap).
+"""What a launch is now: its run's one status (`results.current_status.run_status` of its
+bundle), or, before its bundle exists, whether its process still starts (running), was cancelled
+or failed (with its log's last line). Also the runs of a results folder as one table
+(`list_runs`) and the launches still live (`live_launches`, for the launch cap).
 
 Nothing here holds state that matters: a restarted dashboard or another shell reads the same.
 """
@@ -28,8 +28,9 @@ from workbench._processes import (
 )
 from workbench.errors import BundleError, ConfigError
 from workbench.results import Bundle, list_bundles
+from workbench.results.bundle import BUNDLE_COLUMNS
 from workbench.results.layout import MANIFEST, RUN_ID_PATTERN
-from workbench.results.statuses import RunStatus, resume_hint
+from workbench.results.run_statuses import RunStatus, resume_hint
 from workbench.runs.follower import run_state
 from workbench.runs.records import (
     CANCEL_FILE,
@@ -42,7 +43,7 @@ from workbench.runs.records import (
 from workbench.runtime.events import RunState
 
 __all__ = [
-    "LIST_COLUMNS",
+    "RUN_COLUMNS",
     "LaunchState",
     "bundle_state",
     "launch_alive",
@@ -62,8 +63,8 @@ LAUNCH_START_S = 30.0
 just before it starts the process; a busy machine may take seconds to fork)."""
 LOG_TAIL_BYTES = 16_384
 """How much of a run's log is read for its last error line."""
-LIST_COLUMNS = ("run_id", "status", "created_at", "n_agents", "rounds_done", "launch_id", "path")
-"""Columns of `list_runs`."""
+RUN_COLUMNS: tuple[str, ...] = (*BUNDLE_COLUMNS, "launch_id")
+"""Columns of `list_runs`: a bundle's row and the launch that started the run."""
 
 
 @dataclass
@@ -123,15 +124,17 @@ def bundle_state(
     and for a run that did not complete the error with the resume command."""
     bundle = Path(bundle)
     run = run if run is not None else run_state(bundle)
+    resumable: bool | None = None
     try:
         opened = Bundle.open(bundle)
         status, error = opened.status, opened.error or run.error
+        resumable = opened.resumable
     except BundleError as exc:
         status, error = RunStatus.FAILED, str(exc)
     if status is RunStatus.DEAD:
         who = f"the run's process (pid {run.pid})" if run.pid else "the run's process"
         error = f"{who} died without finishing after {run.rounds_done} of {run.rounds} rounds"
-    hint = resume_hint(status, error, bundle, unless_said=True)
+    hint = resume_hint(status, error, bundle, resumable=resumable, unless_said=True)
     if hint is not None:
         error = f"{error or status}; resume it with {hint}"
     return LaunchState(
@@ -199,9 +202,9 @@ def live_launches(results_dir: str | Path) -> list[LaunchState]:
 
 
 def list_runs(results_dir: str | Path) -> pd.DataFrame:
-    """The runs of `results_dir` (LIST_COLUMNS), oldest first: every bundle with its one
-    status, and launches whose bundle is not written (yet, or ever); `launch_id` names the
-    launch record of a run started by `runs.launch`."""
+    """The runs of `results_dir` (RUN_COLUMNS), oldest first: every bundle's row with its one
+    status, and launches whose bundle is not written (yet, or ever: what their bundle's manifest
+    would say is None); `launch_id` names the launch record of a run started by `runs.launch`."""
     root = Path(results_dir)
     records = {r.launch_id: r for r in launch_records(root)}
     listed = list_bundles(root)
@@ -215,17 +218,17 @@ def list_runs(results_dir: str | Path) -> pd.DataFrame:
             continue
         state = launch_state(record)
         rows.append(
-            {
+            dict.fromkeys(RUN_COLUMNS)
+            | {
                 "run_id": launch_id,
                 "status": state.status,
                 "created_at": record.started_at,
-                "n_agents": None,
                 "rounds_done": 0,
                 "launch_id": launch_id,
                 "path": str(record.bundle),
             }
         )
-    frame = pd.DataFrame(rows, columns=list(LIST_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(RUN_COLUMNS))
     return frame.sort_values(["created_at", "run_id"], ignore_index=True) if rows else frame
 
 

@@ -1,4 +1,4 @@
-"""A run's statuses and the resume command have one home, `workbench.results.statuses`."""
+"""A run's statuses and the resume command have one home, `workbench.results.run_statuses`."""
 
 from __future__ import annotations
 
@@ -8,19 +8,20 @@ from pathlib import Path
 
 import workbench
 from workbench.errors import NO_RESUME
-from workbench.results.statuses import (
+from workbench.results.run_statuses import (
     FINISH_STATUSES,
     MANIFEST_STATUSES,
     RunStatus,
+    can_resume,
     resume_command,
     resume_hint,
 )
 
 SOURCE = Path(workbench.__file__).parent
-HOME = SOURCE / "results" / "statuses.py"
-WORDS = "running|complete|failed|cancelled|dead"
+HOME = SOURCE / "results" / "run_statuses.py"
+WORDS = "running|complete|failed|cancelled|dead|unknown"
 BARE_STATUS = re.compile(rf"""status\W*\s*(==|!=|=|:|in|not in)\s*\(?["']({WORDS})["']""")
-"""A status compared or set as a bare word (what `RunStatus` replaces)."""
+"""A status compared or set as a bare word (what `RunStatus` and `UNKNOWN` replace)."""
 
 
 def test_statuses_know_what_they_allow() -> None:
@@ -52,15 +53,26 @@ def test_the_resume_hint_is_judged_once(tmp_path: Path) -> None:
     assert resume_hint("complete", None, bundle) is None
     assert resume_hint("running", None, bundle) is None
     assert resume_hint("unknown", None, bundle) is None
-    assert resume_hint("failed", f"too long; {NO_RESUME}", bundle) is None
+    assert resume_hint("failed", "too long", bundle, resumable=False) is None
     said = f"round 2 failed; once its cause is fixed: {command}"
     assert resume_hint("failed", said, bundle) == command
     assert resume_hint("failed", said, bundle, unless_said=True) is None
 
 
+def test_whether_a_run_can_resume_is_read_from_its_manifest_field() -> None:
+    """The manifest's `resumable` decides for a failed run; a bundle written before the field
+    falls back to its error's text (NO_RESUME), and no status a resume cannot finish resumes."""
+    assert can_resume("failed", True, f"said anyway: {NO_RESUME}")  # the field, not the text
+    assert not can_resume("failed", False, "round 1: 4 of 4 answers failed")
+    assert can_resume("failed", None, "boom") and can_resume("cancelled") and can_resume("dead")
+    assert not can_resume("failed", None, f"too long; {NO_RESUME}")  # an old bundle
+    assert not can_resume("complete", True) and not can_resume("running")
+    assert not can_resume("unknown", True)
+
+
 def test_no_status_word_or_resume_command_is_written_twice() -> None:
-    """Outside their home, statuses are `RunStatus` members and the resume command is
-    `resume_command`'s: no module spells either again."""
+    """Outside their home, statuses are `RunStatus` members (a status not known `UNKNOWN`) and
+    the resume command is `resume_command`'s: no module spells either again."""
     found = []
     for path in sorted(SOURCE.rglob("*.py")):
         if path == HOME:
