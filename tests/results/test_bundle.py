@@ -286,14 +286,14 @@ def test_a_failed_run_records_whether_a_resume_can_finish_it(tmp_path: Path) -> 
     replayed = RoundFailedError("round 1: prompts too long", resumable=False)
     for run_id, error, expected in (("r1", RuntimeError("gone"), True), ("r2", replayed, False)):
         with pytest.raises(type(error)):
-            with BundleWriter(tmp_path, make_config(), run_id=run_id):
+            with BundleWriter(tmp_path, small_config(), run_id=run_id):
                 raise error
         manifest = json.loads((tmp_path / run_id / "manifest.json").read_text(encoding="utf-8"))
         assert manifest["status"] == "failed" and manifest["resumable"] is expected
         assert Bundle.open(tmp_path / run_id).resumable is expected
     BundleWriter.reopen(tmp_path / "r1").close()
     assert "resumable" not in Bundle.open(tmp_path / "r1").manifest
-    with BundleWriter(tmp_path, make_config(), run_id="r3"):
+    with BundleWriter(tmp_path, small_config(), run_id="r3"):
         pass
     assert "resumable" not in Bundle.open(tmp_path / "r3").manifest
     assert Bundle.open(tmp_path / "r3").resumable is None
