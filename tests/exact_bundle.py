@@ -19,7 +19,7 @@ from run_configs import run_config
 from workbench.config import RunConfig
 from workbench.game import round_stats
 from workbench.results import Bundle, BundleWriter
-from workbench.results.exact import AGENTS_SCHEMA, PROMPTS_SCHEMA
+from workbench.results.exact_store import AGENTS_SCHEMA, PROMPTS_SCHEMA
 
 EXACT_LAWS: tuple[dict[int, float], ...] = (
     {0: 0.1, 2: 0.3, 100: 0.6},  # mass at the edge, none from 3 to 99

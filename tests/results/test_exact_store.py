@@ -18,7 +18,7 @@ from resume_helpers import cancel_after
 
 from workbench.errors import BundleError, ConfigError, ModelError
 from workbench.results import verify_bundle
-from workbench.results.exact import from_tables
+from workbench.results.exact_store import from_tables
 from workbench.results.layout import exact_paths
 from workbench.runtime import Simulation
 from workbench.runtime.exact_rounds import exact_round

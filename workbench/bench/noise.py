@@ -27,8 +27,8 @@ from workbench.errors import ConfigError
 from workbench.llm import sampling_params
 from workbench.llm.distribution.embedded import WholePromptModel, WholePromptScorer
 from workbench.results import Bundle
-from workbench.results.exact import ExactRound
 from workbench.results.exact_gaps import NUMERICS_FACTOR, beyond_numerics
+from workbench.results.exact_store import ExactRound
 from workbench.results.layout import MANIFEST
 from workbench.runtime import Simulation
 from workbench.runtime.blocking import run_blocking

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from workbench.config import GameSpec, RunConfig, validate
 from workbench.errors import BundleError, ConfigError, WorkbenchError
-from workbench.results.exact import ExactRound, from_tables
+from workbench.results.exact_store import ExactRound, from_tables
 from workbench.results.html import bundle_html, damaged_html
 from workbench.results.layout import (
     EVENTS_FILE,
@@ -390,7 +390,7 @@ class Bundle:
         return sorted(rounds)
 
     def exact(self, round_number: int = 1) -> ExactRound:
-        """One round's exact answer distributions beside the drawn answers (`results.exact`):
+        """One round's exact answer distributions beside the drawn answers (`results.exact_store`):
         `.groups(by)`, `.shares(by)`, `.expected()`, `.answer_shares()`; no model needed."""
         if round_number not in self.exact_rounds:
             kept = self.exact_rounds

@@ -1,6 +1,6 @@
 """Are two groups' answers really different? A round's exact group table and its gaps' verdicts.
 
-With a round's exact answer distributions (`results.exact`), each group's exact mean is known,
+With a round's exact answer distributions (`results.exact_store`), each group's exact mean is known,
 not estimated: the gap between two groups' exact means is what the model answers them, with no
 sampling noise in it. Two things can still make it less than a finding:
 
@@ -22,7 +22,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from workbench.results.exact import ExactRound
+from workbench.results.exact_store import ExactRound
 
 __all__ = [
     "BAND_Z",

@@ -47,7 +47,7 @@ RESPONSES_DIR = "responses"
 FIGURES_DIR = "figures"
 """Figures saved with `viz.save_figure` (PNG and PDF): derived views, not data."""
 EXACT_DIR = "exact"
-"""Exact answer distributions per round (`results.exact`), where the run kept them
+"""Exact answer distributions per round (`results.exact_store`), where the run kept them
 (`exact_paths`)."""
 LOCK_FILE = ".writer.lock"
 """The live writer's lock (pid, host, started_at); its leading dot keeps it out of the data."""
@@ -143,7 +143,7 @@ def part_path(bundle: str | Path, round_number: int, shard: int) -> Path:
 
 def exact_paths(bundle: str | Path, round_number: int) -> tuple[Path, Path]:
     """Where one round's exact distributions live: exact/round-<k>/prompts.parquet and
-    agents.parquet (`results.exact`)."""
+    agents.parquet (`results.exact_store`)."""
     folder = Path(bundle) / EXACT_DIR / f"round-{round_number}"
     return folder / "prompts.parquet", folder / "agents.parquet"
 

@@ -445,7 +445,7 @@ class BundleWriter:
     def write_exact(
         self, round_number: int, prompts: pa.Table, agents: pa.Table, scheme: Mapping[str, Any]
     ) -> None:
-        """Write one ended round's exact distributions (`results.exact`) and record the round
+        """Write one ended round's exact distributions (`results.exact_store`) and record the round
         and how they were computed under the manifest's `exact` entry."""
         self._check_open()
         if not any(r["round"] == round_number for r in self._rounds):

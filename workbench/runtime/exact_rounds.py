@@ -1,7 +1,7 @@
 """A round's exact answer distributions: walk each distinct prompt of a bundle's round whole.
 
 `runtime.prompt_walks` walks the round's prompts with the agents' memory of earlier rounds
-restored from the bundle, so every agent's answer distribution is known (`results.exact`). The
+restored from the bundle, so every agent's answer distribution is known (`results.exact_store`). The
 model must be the one the bundle was played on (the same weights, engine build and settings):
 the answers are exact draws for the evaluation it pins, which the bundle's `model` entry records.
 A run with `output.exact_distributions` stores each round's as it ends (`store_exact`);
@@ -26,7 +26,7 @@ from workbench.errors import ConfigError
 from workbench.llm import sampling_params
 from workbench.llm.chat_model import ChatModel
 from workbench.results import Bundle, BundleWriter
-from workbench.results.exact import EXACT_VERSION, ExactRound
+from workbench.results.exact_store import EXACT_VERSION, ExactRound
 from workbench.runtime.blocking import run_blocking
 from workbench.runtime.prompt_walks import PromptWalks, walk_prompts
 

@@ -18,8 +18,8 @@ import pandas as pd
 
 from workbench.config import GameSpec
 from workbench.results import Bundle
-from workbench.results.exact import ExactRound
 from workbench.results.exact_gaps import group_bands
+from workbench.results.exact_store import ExactRound
 from workbench.viz import colours
 from workbench.viz.plot_parts import HEIGHT, WIDTH, opts
 
