@@ -23,9 +23,9 @@ from workbench.agents.factory import make_policy
 from workbench.agents.policies import LLMPolicy
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.bench.embedded import bench_config, bench_settings
+from workbench.bench.whole_prompt import WholePromptModel, WholePromptScorer
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
-from workbench.llm.distribution.embedded import WholePromptModel, WholePromptScorer
 from workbench.results import Bundle
 from workbench.results.exact import ExactRound
 from workbench.results.exact_gaps import NUMERICS_FACTOR, beyond_numerics

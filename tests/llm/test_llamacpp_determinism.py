@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from workbench.config import BackendSpec, RunConfig
-from workbench.llm.embedded.llamacpp import LlamaCppModel
+from workbench.llm.llamacpp import LlamaCppModel
 from workbench.results import Bundle
 from workbench.runtime import Simulation
 
