@@ -9,7 +9,7 @@ from scipy import stats
 
 from workbench.llm.base import ChatRequest, SamplingParams
 from workbench.llm.embedded.engine import chat_tokens, last_logits
-from workbench.llm.embedded.llamacpp import LlamaCppModel
+from workbench.llm.llamacpp import LlamaCppModel
 
 
 def expected_answers(

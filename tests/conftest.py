@@ -77,7 +77,7 @@ def embedded_model():
     One thread: llama.cpp's worker threads spin on each other, so on a shared, busy machine
     two or more threads can be many times slower than one; the answers are the same.
     """
-    from workbench.llm.embedded.llamacpp import LlamaCppModel
+    from workbench.llm.llamacpp import LlamaCppModel
 
     return LlamaCppModel(n_threads=1).load()
 

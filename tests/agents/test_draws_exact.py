@@ -1,7 +1,7 @@
 """Distribution mode on the real embedded model is exact: every answer of a run equals the one
 its agent draws alone from a cleared context (issue 19, check 4a), and over many agents at one
 prompt the answers' frequencies match the model's own probabilities (check 4b). The same
-responses on every backend, shard count, resume and cache: tests/llm/test_embedded_determinism.py.
+responses on every backend, shard count, resume and cache: tests/llm/test_llamacpp_determinism.py.
 """
 
 from __future__ import annotations

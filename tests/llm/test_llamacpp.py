@@ -16,8 +16,8 @@ from workbench.llm import make_model, sampling_params
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
 from workbench.llm.chat_model import ChatModel
 from workbench.llm.embedded.engine import shipped_model_path
-from workbench.llm.embedded.llamacpp import LlamaCppModel
 from workbench.llm.grammar import integer_range_grammar
+from workbench.llm.llamacpp import LlamaCppModel
 
 PARAMS = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=4)
 GAME = GameSpec(rounds=2)

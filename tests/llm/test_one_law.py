@@ -20,11 +20,11 @@ from answer_law import expected_answers
 from scipy import stats
 
 from workbench.agents import streams
+from workbench.llm import llamacpp
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
 from workbench.llm.distribution.walk import STEP_STREAM, PromptGroup, draw_answers
-from workbench.llm.embedded import llamacpp
-from workbench.llm.embedded.llamacpp import LlamaCppModel
 from workbench.llm.embedded.llamacpp_sampling import IntegerCandidates
+from workbench.llm.llamacpp import LlamaCppModel
 
 pytestmark = pytest.mark.slow
 
@@ -158,12 +158,12 @@ def test_the_old_chain_fails_the_law(
     ids=["defaults", "every-setting", "every-answer"],
 )
 def test_the_exact_answer_distribution_is_the_laws(embedded_model, params) -> None:
-    """`distribution.exact.answer_distribution` (what estimates and exact group distributions
+    """`distribution.exact.answer_walk`'s answers (what estimates and exact group distributions
     read) equals the law written out with loops over the engine's own evaluation, and with
     nothing cut off its walk scores every node `full_trie_nodes` counts."""
     import asyncio
 
-    from workbench.llm.distribution.exact import answer_distribution, full_trie_nodes
+    from workbench.llm.distribution.exact import answer_walk, full_trie_nodes
 
     scorer = embedded_model.node_scorer()
     vocab = scorer._vocabulary(0, 100)
@@ -175,7 +175,8 @@ def test_the_exact_answer_distribution_is_the_laws(embedded_model, params) -> No
             scored.append(len(nodes))
             return await scorer.score(nodes)
 
-    exact = asyncio.run(answer_distribution(Counting(), prompt, vocab, params))  # type: ignore[arg-type]
+    walked = asyncio.run(answer_walk(Counting(), prompt, vocab, params))  # type: ignore[arg-type]
+    exact = walked.answers
     expected = expected_answers(embedded_model, REQUEST, params, canonical=True)
     assert set(exact) == set(expected)
     for answer, p in expected.items():

@@ -197,7 +197,7 @@ def test_load_missing_or_unreadable(tmp_path):
 
 @pytest.mark.slow
 def test_embedded_model_generates_personas(education_spec):
-    from workbench.llm.embedded.llamacpp import LlamaCppModel
+    from workbench.llm.llamacpp import LlamaCppModel
 
     frame = sample_population(education_spec, 3, seed=0)
     params = SamplingParams(max_tokens=200, temperature=0.8)

@@ -23,7 +23,7 @@ from workbench.errors import NO_RESUME, ConfigError, RoundFailedError
 from workbench.llm import sampling_params
 from workbench.llm.base import ChatResult
 from workbench.llm.embedded.engine import chat_tokens, vocabulary
-from workbench.llm.embedded.llamacpp import LlamaCppModel
+from workbench.llm.llamacpp import LlamaCppModel
 from workbench.results import Bundle
 from workbench.runtime import Simulation
 

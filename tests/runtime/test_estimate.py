@@ -100,7 +100,7 @@ def test_the_guardrail_refuses_a_run_above_its_limit(embedded_model, make_config
 
 
 def test_one_generation_per_agent_is_estimated_per_request(make_config):
-    from workbench.llm.embedded.llamacpp import LlamaCppModel
+    from workbench.llm.llamacpp import LlamaCppModel
 
     config = make_config(
         policy={"kind": "llm"}, n_agents=30, rounds=2, model={"sampling": "server"}

@@ -193,7 +193,7 @@ def test_bad_level_k_attribute_fails_before_writing_anything(make_config, tmp_pa
 
 def test_llm_policy_uses_the_configured_embedded_model(make_config):
     from workbench.agents.policies import LLMPolicy
-    from workbench.llm.embedded.llamacpp import LlamaCppModel
+    from workbench.llm.llamacpp import LlamaCppModel
 
     config = make_config(
         policy={"kind": "llm"},
@@ -389,7 +389,7 @@ def test_embedded_model_run_is_reproducible(make_config, embedded_model, tmp_pat
     )
     # a wrapper with only identity + generate answers one generation per agent (no answer
     # trie), so both runs go through it; distribution mode's own reruns are in
-    # tests/llm/test_embedded_determinism.py
+    # tests/llm/test_llamacpp_determinism.py
     recorder = Recorder(embedded_model)
     first = run_sim(config, tmp_path / "a", model=recorder)
     second = run_sim(config, tmp_path / "b", model=Recorder(embedded_model))

@@ -36,7 +36,7 @@ from workbench.errors import ConfigError
 from workbench.game import RoundStats
 from workbench.llm import make_model, sampling_params
 from workbench.llm.embedded.engine import EngineCounters
-from workbench.llm.embedded.llamacpp import LlamaCppModel
+from workbench.llm.llamacpp import LlamaCppModel
 from workbench.runtime import Simulation
 
 COMPARED = ["agent_id", "round", "raw", "guess"]

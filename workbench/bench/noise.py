@@ -22,10 +22,10 @@ import pandas as pd
 from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.bench.embedded import bench_config, bench_settings
+from workbench.bench.whole_prompt import WholePromptModel, WholePromptScorer
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.llm import sampling_params
-from workbench.llm.distribution.embedded import WholePromptModel, WholePromptScorer
 from workbench.results import Bundle
 from workbench.results.exact_gaps import NUMERICS_FACTOR, beyond_numerics
 from workbench.results.exact_store import ExactRound

@@ -28,7 +28,7 @@ def make_model(spec: ModelSpec) -> ChatModel:
 
         model = ReplayModel(spec.bundle or "")
     else:
-        from workbench.llm.embedded.llamacpp import LlamaCppModel
+        from workbench.llm.llamacpp import LlamaCppModel
 
         model = LlamaCppModel(
             spec.path, n_ctx=spec.n_ctx, n_threads=spec.n_threads, sampling=spec.sampling

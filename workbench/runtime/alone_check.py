@@ -23,7 +23,7 @@ from workbench.llm import sampling_params
 from workbench.llm.base import split_extraction
 from workbench.llm.distribution.embedded import reference_answer
 from workbench.llm.distribution.walk import STEP_STREAM
-from workbench.llm.embedded.llamacpp import LlamaCppModel
+from workbench.llm.llamacpp import LlamaCppModel
 from workbench.results.bundle import Bundle
 
 

@@ -34,7 +34,7 @@ GUESSES = "#0173b2"
 """What the agents answered: histogram bars, boxes, the sampled mean, tokens per response."""
 
 EXACT = "#7f3c8d"
-"""The exact answer distributions (`results.exact_store`): the expected counts, exact means, bands."""
+"""The exact answer distributions (`results.exact_store`): expected counts, exact means, bands."""
 
 TARGET = "#d55e00"
 """The round's target (p times the mean), and the target so far of a round in progress."""

@@ -4,7 +4,8 @@ prompt's distribution, at the cost of what is distinct.
 Below, what every model shares, importing no model, engine or server (import-linter checks it):
 `vocabulary` (the tokens an integer answer is made of), `sampler` (the versioned sampler that
 follows the one sampling law, `config.sampling`), `scorer` (the `NodeScorer` contract: a
-model's vocabulary, prompt tokens and node logits, and how its walks are scheduled) and `walk`
+model's vocabulary, prompt tokens and node logits, and how its walks are scheduled, by one of
+two bases: `TurnTakingScorer` for an engine, `ConcurrentScorer` for a server) and `walk`
 (one group's answer trie and the one driver, `draw_answers`).
 
 Above, one scorer per kind of model: `embedded` (llama.cpp in this process), `served` (vLLM

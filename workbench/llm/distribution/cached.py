@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from workbench.llm.base import ChatRequest
-from workbench.llm.distribution.scorer import Node, NodeScorer
+from workbench.llm.distribution.scorer import Node, NodeScorer, ScoreNodes, WalkScores
 from workbench.llm.distribution.vocabulary import IntegerVocabulary
 
 
@@ -26,7 +26,8 @@ class LogitStore(Protocol):
 
 class CachedScorer(NodeScorer):
     """A node scorer whose nodes' logits come from the cache file where present: a rerun of a
-    distribution-mode round scores no node again. It schedules as the scorer it wraps."""
+    distribution-mode round scores no node again. It schedules as the scorer it wraps: its
+    window, turns and steps are the wrapped scorer's, scoring through this one's `score`."""
 
     def __init__(
         self,
@@ -38,11 +39,14 @@ class CachedScorer(NodeScorer):
         self.inner = inner
         self.count = count
         self.cache = cache
-        self.concurrent = inner.concurrent
-        self.window = inner.window
         self._salt = json.dumps(
             {"model": identity, "nodes": inner.describe()}, sort_keys=True, default=str
         )
+
+    @property
+    def window(self) -> int:  # type: ignore[override]
+        """The wrapped scorer's window."""
+        return self.inner.window
 
     def accepting(self) -> bool:
         """Whether the wrapped scorer takes new walks now."""
@@ -51,6 +55,12 @@ class CachedScorer(NodeScorer):
     def turn(self) -> AbstractAsyncContextManager[object]:
         """The wrapped scorer's turns (the engine behind it is the same)."""
         return self.inner.turn()
+
+    async def score_walks_with(
+        self, walks: Sequence[Sequence[Node]], score: ScoreNodes
+    ) -> list[WalkScores]:
+        """A step scheduled as the wrapped scorer schedules its own."""
+        return await self.inner.score_walks_with(walks, score)
 
     def describe(self) -> dict[str, Any]:
         """The wrapped scorer's description."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from workbench.llm.base import ChatRequest, SamplingParams
 from workbench.llm.distribution.sampler import draw
-from workbench.llm.distribution.scorer import Node, NodeScorer
+from workbench.llm.distribution.scorer import Node, TurnTakingScorer
 from workbench.llm.distribution.vocabulary import IntegerVocabulary
 from workbench.llm.embedded.cpu_share import CpuShare
 from workbench.llm.embedded.engine import (
@@ -31,7 +31,6 @@ from workbench.llm.embedded.engine import (
     chat_tokens,
     decode,
     last_logits,
-    private_engine,
     use_threads,
 )
 from workbench.llm.embedded.node_slots import ROWS, Key, NodeSlots, self_check
@@ -57,11 +56,10 @@ class EngineModel(Protocol):
     def evaluate(self, engine: Engine, tokens: list[int]) -> None: ...
 
 
-class EmbeddedNodeScorer(NodeScorer):
+class EmbeddedNodeScorer(TurnTakingScorer):
     """Scores trie nodes on a `LlamaCppModel`'s engine: `window` groups in step, their answer
     rows batched where the node slots allow, the shards of a loop taking turns."""
 
-    concurrent = False
     window = 64  # groups walked in step: their answer rows share decodes (`node_slots`)
 
     def __init__(self, model: EngineModel) -> None:
@@ -230,43 +228,6 @@ class EmbeddedNodeScorer(NodeScorer):
             engine.forget()
             raise
         return engine.answer_logits[-1]
-
-
-class WholePromptModel:
-    """A `LlamaCppModel` evaluating every prompt whole, in one batch, on an engine of its own:
-    as valid an evaluation as the canonical pieces, and off by llama.cpp's batch numerics (up
-    to 0.5 in a logit, measured). What `workbench bench noise` compares the canonical one with;
-    its engine is private, so its cached state never meets the shared engine's."""
-
-    def __init__(self, model: Any) -> None:
-        self._model = model
-        self.n_ctx, self.cpu, self.counters = model.n_ctx, model.cpu, model.counters
-        self._engine = private_engine(str(model.path), model.n_ctx, model.n_threads)
-        self._engine.whole_prompts = True
-
-    @property
-    def engine(self) -> Engine:
-        """The private engine (prompts never cut)."""
-        return self._engine
-
-    def evaluate(self, engine: Engine, tokens: list[int]) -> None:
-        """The model's own evaluation, on an engine that never cuts a prompt."""
-        self._model.evaluate(engine, tokens)
-
-
-class WholePromptScorer(EmbeddedNodeScorer):
-    """Node logits after each prompt evaluated whole (`WholePromptModel`), every node alone."""
-
-    def describe(self) -> dict[str, Any]:
-        """How node logits are computed here."""
-        return {
-            **super().describe(),
-            "nodes": "prompt whole in one batch, then each answer token alone",
-            "rows": "one per decode",
-        }
-
-    def _slots(self, engine: Engine) -> NodeSlots | None:
-        return None  # the node slots cut prompts in pieces: every node alone here
 
 
 def reference_answer(

@@ -102,13 +102,3 @@ async def answer_walk(
                     frontier.append((prefix + (token,), text + vocab.piece(token), mass * p))
         depth += 1
     return out
-
-
-async def answer_distribution(
-    scorer: NodeScorer,
-    prompt: Sequence[int],
-    vocab: IntegerVocabulary,
-    params: SamplingParams,
-) -> dict[str, float]:
-    """Every answer's probability for one prompt's tokens (`answer_walk`'s answers)."""
-    return (await answer_walk(scorer, prompt, vocab, params)).answers

@@ -37,7 +37,7 @@ import numpy as np
 
 from workbench.errors import ModelError
 from workbench.llm.base import ChatRequest
-from workbench.llm.distribution.scorer import Node, NodeScorer
+from workbench.llm.distribution.scorer import ConcurrentScorer, Node
 from workbench.llm.distribution.vocabulary import IntegerVocabulary
 from workbench.llm.servers import (
     AnswerShapeError,
@@ -219,11 +219,10 @@ class HttpNodes:
         return done.value
 
 
-class ServedNodeScorer(NodeScorer):
+class ServedNodeScorer(ConcurrentScorer):
     """Scores trie nodes on vLLM (a server, or an engine in this process: its `NodeSource`),
     every group's walk at once (the model's limit on requests in flight bounds them)."""
 
-    concurrent = True
     window = WALKS_IN_FLIGHT
 
     def __init__(self, source: NodeSource) -> None:

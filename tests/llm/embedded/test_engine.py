@@ -30,7 +30,7 @@ from workbench.llm.embedded.engine import (
     shipped_model_path,
     use_threads,
 )
-from workbench.llm.embedded.llamacpp import LlamaCppModel
+from workbench.llm.llamacpp import LlamaCppModel
 from workbench.runtime import Simulation
 
 pytestmark = pytest.mark.slow  # loads the embedded model

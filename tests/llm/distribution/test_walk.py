@@ -5,68 +5,22 @@ answer is the one it draws alone, nodes are the distinct prefixes, failures stay
 from __future__ import annotations
 
 import asyncio
-import hashlib
-from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from hash_scorer import DIGITS, END, SCHEDULES, HashScorer, logits, request
 
 from workbench.agents import streams
-from workbench.errors import ModelError
-from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
+from workbench.llm.base import SamplingParams
 from workbench.llm.distribution.sampler import draw
-from workbench.llm.distribution.scorer import Node, NodeScorer
+from workbench.llm.distribution.scorer import (
+    ConcurrentScorer,
+    Node,
+    NodeScorer,
+    TurnTakingScorer,
+)
 from workbench.llm.distribution.vocabulary import IntegerVocabulary, complete_integer
 from workbench.llm.distribution.walk import STEP_STREAM, PromptGroup, TrieCounts, draw_answers
-
-DIGITS = tuple((100 + d, str(d)) for d in range(10)) + ((120, "-"), (130, "10"))
-END = (2,)
-
-
-class HashScorer(NodeScorer):
-    """Logits a pure function of (prompt, prefix, token): a model whose answers depend on the
-    prompt and the tokens so far, nothing else."""
-
-    def __init__(self, concurrent: bool, fail_prompt: str | None = None, window: int = 1) -> None:
-        self.concurrent = concurrent
-        self.fail_prompt = fail_prompt
-        self.window = window
-        self.scored: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
-        self.calls = 0
-
-    def describe(self) -> dict[str, str]:
-        return {"nodes": "hash"}
-
-    async def vocabulary(self, low: int, high: int) -> IntegerVocabulary:
-        return IntegerVocabulary(DIGITS, END, low, high)
-
-    async def prompt_tokens(self, requests: Sequence[ChatRequest]) -> list[tuple[int, ...]]:
-        return [tuple(r.messages[0]["content"].encode()) for r in requests]
-
-    async def score(self, nodes: Sequence[Node]) -> list[np.ndarray]:
-        self.calls += 1
-        out = []
-        for node in nodes:
-            if self.fail_prompt is not None and bytes(node.prompt).decode() == self.fail_prompt:
-                raise ModelError("HTTP 500 from the server")
-            self.scored.append((node.prompt, node.prefix))
-            out.append(logits(node))
-        return out
-
-
-def logits(node: Node) -> np.ndarray:
-    values = []
-    for token in node.allowed.tolist():
-        digest = hashlib.sha256(repr((node.prompt, node.prefix, token)).encode()).digest()
-        values.append(int.from_bytes(digest[:4], "little") / 2**32 * 4)
-    return np.array(values)
-
-
-def request(text: str, low: int = 0, high: int = 100) -> ChatRequest:
-    return ChatRequest(
-        ({"role": "user", "content": text},),
-        constraint=OutputConstraint(integer_range=(low, high)),
-    )
 
 
 def alone(prompt: str, agent: int, params: SamplingParams, low: int, high: int) -> str:
@@ -89,10 +43,12 @@ def uniforms(ids: np.ndarray, depth: int) -> np.ndarray:
     return streams.uniform(5, ids, 2, STEP_STREAM + depth)
 
 
-@pytest.mark.parametrize(("concurrent", "window"), [(False, 1), (False, 2), (False, 64), (True, 1)])
+@pytest.mark.parametrize(
+    ("schedule", "window"), [("engine", 1), ("engine", 2), ("engine", 64), ("server", 1)]
+)
 @pytest.mark.parametrize(("low", "high"), [(0, 100), (-20, 35)])
 def test_every_agent_draws_what_it_draws_alone(
-    concurrent: bool, window: int, low: int, high: int
+    schedule: str, window: int, low: int, high: int
 ) -> None:
     """Alone, two walks in step (a window refilled as walks finish) or all of them."""
     params = SamplingParams(temperature=1.3, top_p=0.98, max_tokens=5)
@@ -100,7 +56,7 @@ def test_every_agent_draws_what_it_draws_alone(
     rng = np.random.default_rng(0)
     ids = rng.permutation(3000).astype(np.int64)
     groups = [PromptGroup(request(p, low, high), ids[i::3]) for i, p in enumerate(prompts)]
-    scorer = HashScorer(concurrent, window=window)
+    scorer = SCHEDULES[schedule](window=window)
     counts = TrieCounts()
     answers = asyncio.run(draw_answers(scorer, groups, params, uniforms, counts))
     drawn_texts = set()
@@ -120,7 +76,7 @@ def test_every_agent_draws_what_it_draws_alone(
 def test_greedy_needs_one_path_per_prompt() -> None:
     params = SamplingParams(temperature=0, max_tokens=4)
     group = PromptGroup(request("x"), np.arange(500, dtype=np.int64))
-    scorer = HashScorer(concurrent=False)
+    scorer = HashScorer()
     (answer,) = asyncio.run(draw_answers(scorer, [group], params, uniforms))
     assert len(answer.texts) == 1 and (answer.leaf == 0).all()
     assert len(scorer.scored) == len(answer.texts[0]) + 1 - (not scorer_can_end(answer.texts[0]))
@@ -131,12 +87,12 @@ def scorer_can_end(text: str) -> bool:
     return IntegerVocabulary(DIGITS, END, 0, 100).can_continue(text)
 
 
-@pytest.mark.parametrize(("concurrent", "window"), [(True, 1), (False, 1), (False, 8)])
-def test_a_failing_group_fails_alone(concurrent: bool, window: int) -> None:
+@pytest.mark.parametrize(("schedule", "window"), [("server", 1), ("engine", 1), ("engine", 8)])
+def test_a_failing_group_fails_alone(schedule: str, window: int) -> None:
     """A failure is its own group's, also when its nodes were scored with other walks'."""
     params = SamplingParams()
     groups = [PromptGroup(request(p), np.arange(i * 10, i * 10 + 10)) for i, p in enumerate("abc")]
-    scorer = HashScorer(concurrent, fail_prompt="b", window=window)
+    scorer = SCHEDULES[schedule](fail_prompt="b", window=window)
     answers = asyncio.run(draw_answers(scorer, groups, params, uniforms))
     assert answers[1].error is not None and "HTTP 500" in answers[1].error
     for ok in (answers[0], answers[2]):
@@ -147,7 +103,7 @@ def test_walks_in_step_share_score_calls() -> None:
     """With a window, one call scores a depth of many groups: calls follow depths, not groups."""
     params = SamplingParams(temperature=1.0, max_tokens=4)
     groups = [PromptGroup(request(f"p{i}"), np.arange(i * 50, i * 50 + 50)) for i in range(20)]
-    one, many = HashScorer(False), HashScorer(False, window=64)
+    one, many = HashScorer(), HashScorer(window=64)
     alone_answers = asyncio.run(draw_answers(one, groups, params, uniforms))
     together = asyncio.run(draw_answers(many, groups, params, uniforms))
     for a, b in zip(alone_answers, together, strict=True):
@@ -159,7 +115,7 @@ def test_walks_in_step_share_score_calls() -> None:
 def test_max_tokens_cuts_the_answer() -> None:
     params = SamplingParams(temperature=2.0, top_p=1.0, max_tokens=1)
     group = PromptGroup(request("x", -99, 99), np.arange(2000, dtype=np.int64))
-    (answer,) = asyncio.run(draw_answers(HashScorer(False), [group], params, uniforms))
+    (answer,) = asyncio.run(draw_answers(HashScorer(), [group], params, uniforms))
     assert max(answer.tokens) == 1
     assert "-" in answer.texts  # cut before its digits: an answer that does not parse
 
@@ -174,8 +130,10 @@ def test_allowed_tokens_follow_the_range() -> None:
     assert not vocab.can_continue("100") and not vocab.can_continue("0")
 
 
-def test_every_scorer_schedules_through_the_base_class() -> None:
-    """The scorers are `NodeScorer`s, and no caller probes a scorer for what it can do."""
+def test_every_scorer_schedules_through_its_base_class() -> None:
+    """The engine's scorer takes turns, the server's is concurrent, the cache's hands its
+    schedule to the scorer it wraps; no scorer carries a flag that switches its schedule, and
+    no caller probes a scorer for what it can do."""
     from pathlib import Path
 
     import workbench
@@ -183,12 +141,16 @@ def test_every_scorer_schedules_through_the_base_class() -> None:
     from workbench.llm.distribution.embedded import EmbeddedNodeScorer
     from workbench.llm.distribution.served import ServedNodeScorer
 
-    for kind in (CachedScorer, EmbeddedNodeScorer, ServedNodeScorer):
-        assert issubclass(kind, NodeScorer)
+    assert issubclass(EmbeddedNodeScorer, TurnTakingScorer)
+    assert issubclass(ServedNodeScorer, ConcurrentScorer)
+    assert issubclass(CachedScorer, NodeScorer)
+    assert not issubclass(CachedScorer, TurnTakingScorer | ConcurrentScorer)
+    for kind in (EmbeddedNodeScorer, ServedNodeScorer, CachedScorer):
+        assert not hasattr(kind, "concurrent")
     probes = [
         f"{path.name}:{n}"
         for path in Path(workbench.__file__).parent.rglob("*.py")
         for n, line in enumerate(path.read_text().splitlines(), 1)
-        if "getattr(scorer" in line or "getattr(self.inner" in line
+        if "getattr(scorer" in line or "getattr(self.inner" in line or "inner.concurrent" in line
     ]
     assert probes == []

