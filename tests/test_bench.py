@@ -272,7 +272,7 @@ def test_scale_bench_counts_what_the_bundles_record(tmp_path) -> None:
     from workbench.bench.embedded import bench_config, embedded_model
     from workbench.bench.scale import scale_bench
     from workbench.bench.scale_report import report_dict, report_text
-    from workbench.llm.distribution.embedded import EmbeddedNodeScorer
+    from workbench.llm.distribution.embedded_scorer import EmbeddedNodeScorer
     from workbench.results import Bundle
 
     config = bench_config(n=20, rounds=1)

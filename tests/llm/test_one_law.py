@@ -158,12 +158,12 @@ def test_the_old_chain_fails_the_law(
     ids=["defaults", "every-setting", "every-answer"],
 )
 def test_the_exact_answer_distribution_is_the_laws(embedded_model, params) -> None:
-    """`distribution.exact.answer_walk`'s answers (what estimates and exact group distributions
+    """`distribution.whole_walk.answer_walk`'s answers (what estimates and exact group distributions
     read) equals the law written out with loops over the engine's own evaluation, and with
     nothing cut off its walk scores every node `full_trie_nodes` counts."""
     import asyncio
 
-    from workbench.llm.distribution.exact import answer_walk, full_trie_nodes
+    from workbench.llm.distribution.whole_walk import answer_walk, full_trie_nodes
 
     scorer = embedded_model.node_scorer()
     vocab = scorer._vocabulary(0, 100)

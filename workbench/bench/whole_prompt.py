@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.llm.distribution.embedded import EmbeddedNodeScorer
+from workbench.llm.distribution.embedded_scorer import EmbeddedNodeScorer
 from workbench.llm.embedded.engine import Engine, private_engine
 from workbench.llm.embedded.node_slots import NodeSlots
 

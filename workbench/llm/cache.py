@@ -21,7 +21,7 @@ import numpy as np
 from workbench.errors import ConfigError
 from workbench.llm.base import ChatRequest, ChatResult, SamplingParams, report_answered
 from workbench.llm.chat_model import ChatModel, as_chat_model
-from workbench.llm.distribution.cached import CachedScorer
+from workbench.llm.distribution.cached_scorer import CachedScorer
 from workbench.llm.distribution.scorer import NodeScorer
 
 VOLATILE_IDENTITY = ("base_urls", "n_threads", "threads", "cache", "servers", "sampling")

@@ -6,7 +6,7 @@ llama.cpp context, sorted so that neighbours share the longest prefixes; each pr
 in canonical pieces (`embedded.prefix_pieces`), so what it reuses from its neighbour never
 changes its answer. The thread count follows the cores other processes leave free
 (`embedded.cpu_share`). In distribution mode its answers are drawn through its node scorer
-(`distribution.embedded`). The model stands above both, as the other models do: the engine's
+(`distribution.embedded_scorer`). The model stands above both, as the other models do: the engine's
 pieces below know nothing of it.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 from workbench.errors import ConfigError, ModelError
 from workbench.llm.base import ChatRequest, ChatResult, OutputConstraint, SamplingParams
 from workbench.llm.chat_model import ChatModel
-from workbench.llm.distribution.embedded import EmbeddedNodeScorer
+from workbench.llm.distribution.embedded_scorer import EmbeddedNodeScorer
 from workbench.llm.embedded.build import engine_build
 from workbench.llm.embedded.cpu_share import CpuShare
 from workbench.llm.embedded.engine import (

@@ -29,7 +29,7 @@ from workbench.llm.base import (
 )
 from workbench.llm.chat_model import ChatModel
 from workbench.llm.distribution.probe import resolve_sampling
-from workbench.llm.distribution.served import HttpNodes, ServedNodeScorer
+from workbench.llm.distribution.served_scorer import HttpNodes, ServedNodeScorer
 from workbench.llm.key_policy import api_key_for
 from workbench.llm.servers import (
     CONSTRAINT_MODES,
@@ -74,8 +74,8 @@ class OpenAICompatModel(ChatModel):
     (`step="extract"`) stay constrained wherever the server honours a mode. `seed="none"` sends
     no per-request seed. `sampling` chooses who draws constrained integer answers: the server
     (one generation per agent), or the workbench from the node probabilities the server gives
-    (distribution mode, `distribution.served`), which the start-up check proves or refuses (`auto`
-    falls back to the server and records why).
+    (distribution mode, `distribution.served_scorer`), which the start-up check proves or refuses
+    (`auto` falls back to the server and records why).
     """
 
     def __init__(

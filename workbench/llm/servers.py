@@ -7,7 +7,7 @@ a request constrained to one number its prompt never asks for, comes back as exa
 number. `identify` tells the server apart from what it publishes (the model list's `owned_by`,
 vLLM's `/version`, llama.cpp's `/props`, llama-cpp-python's OpenAPI title). What one exchange
 with a server gives back (`Exchanged`, `AnswerShapeError`, `summarize_attempts`) is here too:
-the chat client (`openai_compat`) and the node scorer (`distribution.served`) both read it.
+the chat client (`openai_compat`) and the node scorer (`distribution.served_scorer`) both read it.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Import-guarded: the workbench works without vllm, and asking for this engine without it gives a
 clear message. Constrained integer answers are drawn in distribution mode (`sampling` auto or
-workbench): the engine scores answer-trie nodes through `EngineNodes`, the same questions and
-the same scorer (`distribution.served`) as a vLLM server, and the workbench draws every answer.
+workbench): the engine scores answer-trie nodes through `EngineNodes`, the same questions and the
+same scorer (`distribution.served_scorer`) as a vLLM server, and the workbench draws every answer.
 With `sampling: server` each agent gets one generation, the constraint as vLLM's structured
 outputs (a regex for an integer range), every request with its own seed.
 """
@@ -22,7 +22,7 @@ from workbench.errors import ModelError
 from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
 from workbench.llm.chat_model import ChatModel
 from workbench.llm.distribution.probe import invariance
-from workbench.llm.distribution.served import NodeAnswer, ServedNodeScorer
+from workbench.llm.distribution.served_scorer import NodeAnswer, ServedNodeScorer
 from workbench.llm.grammar import integer_range_regex
 
 MISSING = (

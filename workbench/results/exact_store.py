@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from workbench.errors import BundleError, ConfigError
 
-EXACT_VERSION = "exact/1: every node the law gives mass to, walked whole (distribution.exact)"
+EXACT_VERSION = "exact/1: every node the law gives mass to, walked whole (distribution.whole_walk)"
 """How the stored distributions were computed; the manifest's `exact.walk`."""
 
 PROMPTS_SCHEMA = pa.schema([("prompt", pa.int32()), ("answer", pa.int32()), ("prob", pa.float64())])

@@ -3,10 +3,10 @@
 `check_alone(bundle, model)` is what `workbench bench scale` prints as its `exact` verdict.
 
 For the first agents of a finished distribution-mode bundle on the embedded model, every round's
-prompt is rebuilt per agent (`Prompts.chats`, from the bundle's personas and the
-agent's own recorded guesses), evaluated from a cleared context and drawn with the same sampler
-and the agent's own uniforms (`llm.distribution.embedded.reference_answer`). The bundle's raw answer
-must equal it, character for character.
+prompt is rebuilt per agent (`Prompts.chats`, from the bundle's personas and the agent's own
+recorded guesses), evaluated from a cleared context and drawn with the same sampler and the agent's
+own uniforms (`llm.distribution.embedded_scorer.reference_answer`). The bundle's raw answer must
+equal it, character for character.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.llm import sampling_params
 from workbench.llm.base import split_extraction
-from workbench.llm.distribution.embedded import reference_answer
+from workbench.llm.distribution.embedded_scorer import reference_answer
 from workbench.llm.distribution.walk import STEP_STREAM
 from workbench.llm.llamacpp import LlamaCppModel
 from workbench.results.bundle import Bundle

@@ -2,7 +2,7 @@
 
 Distribution mode knows round 1's distinct prompts before anything is evaluated. The estimate
 groups the agents as the run would, tokenizes each distinct prompt with the model's tokenizer
-and walks each one's whole answer trie once (`distribution.exact`), which gives every answer's
+and walks each one's whole answer trie once (`distribution.whole_walk`), which gives every answer's
 exact probability, the chance each trie node is reached, and the model's rates measured here
 (seconds per prompt token evaluated, per node scored below a root). From those:
 
@@ -41,8 +41,8 @@ from workbench.config import LLMPolicySpec, RunConfig
 from workbench.llm import sampling_params
 from workbench.llm.base import SamplingParams
 from workbench.llm.chat_model import ChatModel
-from workbench.llm.distribution.exact import ExactWalk
 from workbench.llm.distribution.scorer import NodeScorer
+from workbench.llm.distribution.whole_walk import ExactWalk
 from workbench.llm.mix import ModelMix
 from workbench.runtime.prompt_walks import common_prefix, distinct_prefix_tokens, walk_prompts
 

@@ -3,7 +3,7 @@ distributions read.
 
 Agents are grouped as distribution mode groups them, one chat per group
 (`agents.prompts.Prompts.grouped`, from the config alone), tokenized by the model, and each
-prompt's whole answer trie is walked once (`distribution.exact.answer_walk`), in the order the
+prompt's whole answer trie is walked once (`distribution.whole_walk.answer_walk`), in the order the
 driver walks prompts (sorted, so each shares the most with the one before).
 """
 
@@ -18,8 +18,8 @@ from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext
 from workbench.errors import ConfigError
 from workbench.llm.base import SamplingParams
-from workbench.llm.distribution.exact import ExactWalk, answer_walk
 from workbench.llm.distribution.scorer import NodeScorer
+from workbench.llm.distribution.whole_walk import ExactWalk, answer_walk
 
 
 @dataclass(frozen=True)

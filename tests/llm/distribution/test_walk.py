@@ -137,9 +137,9 @@ def test_every_scorer_schedules_through_its_base_class() -> None:
     from pathlib import Path
 
     import workbench
-    from workbench.llm.distribution.cached import CachedScorer
-    from workbench.llm.distribution.embedded import EmbeddedNodeScorer
-    from workbench.llm.distribution.served import ServedNodeScorer
+    from workbench.llm.distribution.cached_scorer import CachedScorer
+    from workbench.llm.distribution.embedded_scorer import EmbeddedNodeScorer
+    from workbench.llm.distribution.served_scorer import ServedNodeScorer
 
     assert issubclass(EmbeddedNodeScorer, TurnTakingScorer)
     assert issubclass(ServedNodeScorer, ConcurrentScorer)

@@ -120,7 +120,7 @@ def test_self_check_passes_here_and_catches_a_difference(scorer) -> None:
 def test_nodes_out_of_order_come_back_in_order(embedded_model, monkeypatch, slots: str) -> None:
     """A scorer given nodes in no particular order answers each node with its own logits, with
     the node slots and on the plain path (where a self-check found the slots inexact)."""
-    from workbench.llm.distribution.embedded import EmbeddedNodeScorer
+    from workbench.llm.distribution.embedded_scorer import EmbeddedNodeScorer
     from workbench.llm.distribution.scorer import Node
 
     engine = embedded_model.engine

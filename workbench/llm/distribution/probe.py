@@ -21,7 +21,7 @@ import numpy as np
 from workbench.errors import ModelError
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
 from workbench.llm.distribution.scorer import Node
-from workbench.llm.distribution.served import (
+from workbench.llm.distribution.served_scorer import (
     HttpNodes,
     IntegerTokens,
     ServedModel,

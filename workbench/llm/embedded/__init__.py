@@ -1,6 +1,6 @@
 """The embedded engine's pieces: llama.cpp in this process, running the shipped SmolLM2 GGUF by
 default, below the two that use them, the model (`llm.llamacpp`) and distribution mode's scorer
-(`llm.distribution.embedded`).
+(`llm.distribution.embedded_scorer`).
 
 `engine` loads the engine and holds the steps on its context; `node_slots` holds many
 answer-trie nodes on one context for the scorer; `prefix_pieces` cuts prompts canonically,

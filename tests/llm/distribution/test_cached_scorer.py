@@ -1,4 +1,4 @@
-"""The response cache's node scorer (`llm.distribution.cached`): a step is scheduled as the
+"""The response cache's node scorer (`llm.distribution.cached_scorer`): a step is scheduled as the
 scorer it wraps schedules its own (one call on an engine, a call per walk on a server, the
 engine's turns), the answers are the wrapped scorer's, and a rerun scores no node."""
 
@@ -14,7 +14,7 @@ from hash_scorer import SCHEDULES, request
 
 from workbench.agents import streams
 from workbench.llm.base import SamplingParams
-from workbench.llm.distribution.cached import CachedScorer
+from workbench.llm.distribution.cached_scorer import CachedScorer
 from workbench.llm.distribution.walk import STEP_STREAM, PromptGroup, draw_answers
 
 
