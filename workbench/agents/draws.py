@@ -65,20 +65,24 @@ class Draws:
         return np.array([e is None and bool(t and t.strip()) for t, e in pairs], dtype=bool)
 
 
+@dataclass(frozen=True)
+class Step:
+    """One step's asks: `chats[i]` answered for the agents `members[i]` (positions into `ids`);
+    `extraction` says which step (the answer, or the paper's extraction call)."""
+
+    chats: Sequence[ChatRequest]
+    members: Sequence[np.ndarray]
+    ids: np.ndarray
+    extraction: bool = False
+
+
 class Ask(Protocol):
-    """Has a step's answers from the model: `chats[i]` answered for the agents `members[i]`
-    (positions into `ids`); `extraction` says which step (the answer, or the extraction call).
-    `per_agent`: whether the extraction call is asked per agent (else per distinct answer)."""
+    """Has a step's answers from the model. `per_agent`: whether the extraction call is asked
+    per agent (else once per distinct answer)."""
 
     per_agent: bool
 
-    async def __call__(
-        self,
-        chats: Sequence[ChatRequest],
-        members: Sequence[np.ndarray],
-        ids: np.ndarray,
-        extraction: bool,
-    ) -> Draws: ...
+    async def __call__(self, step: Step) -> Draws: ...
 
 
 @dataclass(frozen=True)
@@ -106,19 +110,14 @@ class DrawnAnswers:
     counts: TrieCounts
     per_agent: bool = False
 
-    async def __call__(
-        self,
-        chats: Sequence[ChatRequest],
-        members: Sequence[np.ndarray],
-        ids: np.ndarray,
-        extraction: bool,
-    ) -> Draws:
+    async def __call__(self, step: Step) -> Draws:
         """The agents' answers, drawn with the step's uniforms."""
-        base = STEP_STREAM + (EXTRACT_STREAM_OFFSET if extraction else 0)
-        groups = [PromptGroup(c, ids[m]) for c, m in zip(chats, members, strict=True)]
+        base = STEP_STREAM + (EXTRACT_STREAM_OFFSET if step.extraction else 0)
+        pairs = zip(step.chats, step.members, strict=True)
+        groups = [PromptGroup(c, step.ids[m]) for c, m in pairs]
         uniforms = StepUniforms(self.ctx.seed, self.ctx.round, base)
         answers = await self.model.draw_answers(groups, self.params, uniforms, self.counts)
-        return _spread(answers, members, len(ids))
+        return _spread(answers, step.members, len(step.ids))
 
 
 @dataclass
@@ -129,17 +128,11 @@ class GeneratedAnswers:
     params: SamplingParams
     per_agent: bool = True
 
-    async def __call__(
-        self,
-        chats: Sequence[ChatRequest],
-        members: Sequence[np.ndarray],
-        ids: np.ndarray,
-        extraction: bool,
-    ) -> Draws:
+    async def __call__(self, step: Step) -> Draws:
         """Each chat's one completion, as the answer of its one agent."""
-        results: list[ChatResult] = await self.model.generate(list(chats), self.params)
-        leaf = np.zeros(len(ids), dtype=np.int64)
-        for i, who in enumerate(members):
+        results: list[ChatResult] = await self.model.generate(list(step.chats), self.params)
+        leaf = np.zeros(len(step.ids), dtype=np.int64)
+        for i, who in enumerate(step.members):
             leaf[who] = i
         return Draws(
             leaf,
@@ -157,7 +150,7 @@ async def decide(prompts: ShardPrompts, ask: Ask, ctx: RoundContext, asking: Pro
     distinct answer, then, where `asking.extract_number` sends them, the extraction call
     decides (its failure included: a timed-out extraction is a timeout), its costs added to the
     agent's and both texts stored (`with_extraction`)."""
-    answer = await ask(prompts.chats, prompts.members, prompts.ids, extraction=False)
+    answer = await ask(Step(prompts.chats, prompts.members, prompts.ids))
     stated_only = asking.extract_number == "fallback"
     guesses_l, statuses_l = _parsed(
         answer, ctx, prefer=answer_prefer(ctx.game), stated_only=stated_only
@@ -180,7 +173,7 @@ async def decide(prompts: ShardPrompts, ask: Ask, ctx: RoundContext, asking: Pro
             )
             for f in firsts.tolist()
         ]
-        extra = await ask(asks, members_of(ask_of, len(asks)), prompts.ids[chosen], extraction=True)
+        extra = await ask(Step(asks, members_of(ask_of, len(asks)), prompts.ids[chosen], True))
         again, again_status = _parsed(extra, ctx)  # read as a direct answer: its first number
         guesses[chosen] = again[extra.leaf]
         statuses[chosen] = again_status[extra.leaf]
