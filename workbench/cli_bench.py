@@ -1,5 +1,6 @@
-"""`workbench bench embedded|scale|served|noise|startup|dummy|plots`: benchmarks that print ratios
-against an in-run baseline. Registered on the app in `cli.py`."""
+"""`workbench bench embedded|scale|cluster|served|noise|startup|dummy|plots`: benchmarks that
+print ratios against an in-run baseline (`cluster`: counts and projections). Registered on the
+app in `cli.py`."""
 
 from __future__ import annotations
 
@@ -105,6 +106,35 @@ def bench_scale(
         timeout=timeout,
         out=out,
     )
+    typer.echo(json.dumps(report_dict(report), indent=1) if as_json else report_text(report))
+
+
+@bench_app.command("cluster")
+def bench_cluster(
+    config: Annotated[Path | None, typer.Option(help="run config (model.kind embedded)")] = None,
+    n: Annotated[int, typer.Option("-n", min=1, help="agents")] = 2_000,
+    rounds: Annotated[int, typer.Option(min=1, help="rounds played")] = 3,
+    nodes: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--nodes",
+            help="engine counts K, repeatable or comma-separated (default 2,4,8; 32 "
+            "is always added)",
+        ),
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="override the config's seed")] = None,
+    out: Annotated[Path | None, typer.Option(help="keep the bundle here (default: temp)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """One plan per round for K engines against today's division by shards: the config played
+    once locally (the quickstart by default), each round's distinct prompts rebuilt from the
+    bundle and counted per engine both ways, with a projected round time (counts and
+    projections: the plan is not yet executed by the Ray backend)."""
+    import json
+
+    from workbench.bench.cluster import cluster_bench, report_dict, report_text
+
+    report = cluster_bench(config, n=n, rounds=rounds, nodes=nodes, seed=seed, out=out)
     typer.echo(json.dumps(report_dict(report), indent=1) if as_json else report_text(report))
 
 

@@ -1,0 +1,374 @@
+"""`workbench bench cluster`: what one plan per round would save K engines, counted from a real run.
+
+A config (the quickstart by default, 2,000 agents, 3 rounds) is played once on the local backend
+with the embedded model in distribution mode. Then each round's prompts are rebuilt from the
+bundle (memory of the earlier rounds restored, the bundle's targets and game: as
+`runtime.exact_rounds` rebuilds a round), grouped as the run groups them
+(`agents.prompts.Prompts.grouped`, no model), and each distinct prompt tokenized by the model.
+
+For each K (`--nodes`, 32 always added), the agents are cut into shards as the Ray backend cuts
+them for K nodes (`backend.shard_size(n, K)`: the config's agents_per_shard, else its
+shards_per_node, else two shards a node), each shard reports its distinct prompts
+(`runtime.cluster_plan.REPORT_COLUMNS`), and two divisions are counted:
+
+- today: engine i % K walks every distinct prompt of shards i, i + K, ... (`shard_division`:
+  `model_placement: node`, shard actors round-robin over the nodes, one engine a node);
+- plan: each distinct prompt on exactly one engine (`plan_round`).
+
+Per engine: the distinct prompts it walks, their prompt tokens summed (each prompt whole, what the
+plan balances) and their distinct-prefix tokens (`runtime.prompt_walks.distinct_prefix_tokens`:
+each prefix shared by the engine's prompts once, what an engine with a prefix cache evaluates),
+and the agents whose answers they give. Trie nodes per engine are not measured (`nodes`: None):
+the local run counts a round's nodes, not each prompt's. Per division: the prompts walked over
+all engines (x the distinct prompts), the largest engine's share of the distinct prompts and of
+their tokens (ideal 1/K), and a projected round time: the round's measured seconds x the largest
+engine's distinct-prefix tokens / the round's. That is a projection at this machine's rate,
+never a measurement: no cluster runs here, and the plan is not yet executed by the Ray backend.
+Numbers are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import textwrap
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from workbench.agents.prompts import Prompts
+from workbench.agents.shard import AgentShard, RoundContext
+from workbench.bench.embedded import bench_config, embedded_model, on_backend
+from workbench.config import RunConfig
+from workbench.errors import ConfigError
+from workbench.llm.embedded.engine import EngineCounters
+from workbench.llm.llamacpp import LlamaCppModel
+from workbench.results import Bundle
+from workbench.runtime import Simulation
+from workbench.runtime.blocking import run_blocking
+from workbench.runtime.cluster_plan import Division, plan_round, prompt_key, shard_division
+from workbench.runtime.prompt_walks import distinct_prefix_tokens
+
+DEFAULT_N = 2_000
+DEFAULT_ROUNDS = 3
+DEFAULT_NODES = (2, 4, 8)
+ON_PAPER = 32
+"""Always counted: the paper's 32 GPUs."""
+
+FOOTER = (
+    "today: engine i % K walks the distinct prompts of shards i, i+K, ... (model_placement: "
+    "node, the Ray backend as it is); plan: each distinct prompt on one engine "
+    "(runtime.cluster_plan). The plan is not yet executed by the Ray backend: these are counts "
+    "from the local run's prompts. projected s = the round's measured seconds x the largest "
+    "engine's distinct-prefix tokens / the round's: a projection at this machine's rate, never "
+    "a measurement (trie nodes and draws assumed to scale alike, no network)."
+)
+
+
+@dataclass(frozen=True)
+class RoundPrompts:
+    """A round's distinct prompts over the whole population: each agent's prompt (`codes`,
+    agents in the personas' order), each prompt's key, affinity path and tokens."""
+
+    codes: np.ndarray
+    keys: list[str]
+    paths: list[tuple[str, ...]]
+    tokens: list[tuple[int, ...]]
+
+    def report(self, size: int) -> pd.DataFrame:
+        """What the shards of `size` consecutive agents report (`REPORT_COLUMNS`): one row per
+        (shard, distinct prompt of that shard)."""
+        shard = np.arange(len(self.codes), dtype=np.int64) // size
+        pairs, agents = np.unique(shard * len(self.keys) + self.codes, return_counts=True)
+        shards, codes = np.divmod(pairs, len(self.keys))
+        return pd.DataFrame(
+            {
+                "shard": shards,
+                "key": [self.keys[c] for c in codes],
+                "path": [self.paths[c] for c in codes],
+                "tokens": [len(self.tokens[c]) for c in codes],
+                "agents": agents,
+            }
+        )
+
+
+def round_prompts(
+    prompts: Prompts, shard: AgentShard, ctx: RoundContext, model: Any
+) -> RoundPrompts:
+    """`shard`'s distinct prompts of round `ctx.round` (its memory restored), tokenized by
+    `model`'s node scorer."""
+    grouped = prompts.grouped(shard, ctx)
+    firsts = [int(m[0]) for m in grouped.members]
+    labels = [_label(shard, "persona", firsts), _label(shard, "model", firsts)]
+    history = shard.guesses[firsts, : ctx.round - 1]
+    paths = [
+        (f"{persona}|{model_name}", *(repr(float(g)) for g in numbers))
+        for persona, model_name, numbers in zip(*labels, history, strict=True)
+    ]
+    keys = [prompt_key(chat.messages, chat.model) for chat in grouped.chats]
+    tokens = run_blocking(model.node_scorer().prompt_tokens(grouped.chats))
+    return RoundPrompts(grouped.codes, keys, paths, list(tokens))
+
+
+def _label(shard: AgentShard, column: str, rows: list[int]) -> list[str]:
+    """A persona column's text at `rows` ("" for each when the shard has no such column)."""
+    if column not in shard.personas:
+        return [""] * len(rows)
+    return shard.personas[column].iloc[rows].astype(str).tolist()
+
+
+@dataclass
+class Count:
+    """One division of one round on K engines, as the bench reports it."""
+
+    how: str
+    engines: list[dict[str, Any]]
+    walked: int
+    over_distinct: float
+    largest_share: float
+    largest_token_share: float
+    projected_s: float
+
+
+@dataclass
+class ClusterCount:
+    """One K of one round: its shards, today's division and the plan."""
+
+    nodes: int
+    shards: int
+    today: Count
+    plan: Count
+
+
+@dataclass
+class RoundCount:
+    """One round: the local run's seconds and engine counters, the distinct prompts and their
+    tokens, and each K."""
+
+    round: int
+    seconds: float
+    distinct_prompts: int
+    tokens: int
+    prefix_tokens: int
+    evaluated: int
+    nodes_evaluated: int
+    clusters: list[ClusterCount] = field(default_factory=list)
+
+    @property
+    def s_per_prefix_token(self) -> float:
+        """The round's seconds per distinct-prefix token (the projections' rate)."""
+        return self.seconds / self.prefix_tokens if self.prefix_tokens else 0.0
+
+
+@dataclass
+class ClusterReport:
+    """What `cluster_bench` counted."""
+
+    config: str
+    n_agents: int
+    rounds_played: int
+    seed: int
+    model: str
+    local_shards: int
+    shards_rule: str
+    rounds: list[RoundCount]
+    bundle: str | None = None
+
+
+def parse_nodes(values: list[str] | None) -> list[int]:
+    """Engine counts from --nodes (repeatable, each a comma list), ascending, with 32 added;
+    ConfigError naming --nodes."""
+    texts = values or [",".join(str(k) for k in DEFAULT_NODES)]
+    parts = [p.strip() for text in texts for p in text.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise ConfigError(f"--nodes: give engine counts of 1 or more, e.g. 2,4,8; got {texts!r}")
+    return sorted({int(p) for p in parts} | {ON_PAPER})
+
+
+def cluster_bench(
+    config_path: Path | None = None,
+    *,
+    n: int = DEFAULT_N,
+    rounds: int = DEFAULT_ROUNDS,
+    nodes: list[str] | None = None,
+    seed: int | None = None,
+    out: Path | None = None,
+    model: LlamaCppModel | None = None,
+) -> ClusterReport:
+    """Play the config once locally and count each round's divisions (see the module); the
+    bundle goes to `out` (kept) or a temporary folder. `model`: the embedded model to use
+    (default: the config's, loaded here)."""
+    ks = parse_nodes(nodes)
+    if rounds < 1:
+        raise ConfigError(f"--rounds: play at least one round, got {rounds}")
+    config = bench_config(config_path, n=n, rounds=rounds, seed=seed, sampling="workbench")
+    on_ray = on_backend(config, "ray").backend
+    sizes = {k: on_ray.shard_size(config.n_agents, k) for k in ks}  # ConfigError up front
+    local = on_backend(config, "local")
+    engine = model if model is not None else embedded_model(config)
+    with tempfile.TemporaryDirectory(prefix="bench-cluster-") as temp:
+        folder = Path(out) if out is not None else Path(temp)
+        bundle, measured = _play(local, engine, folder)
+        counted = [
+            _count_round(bundle, number, engine, sizes, *measured[number - 1])
+            for number in range(1, bundle.rounds_count + 1)
+        ]
+        kept = str(bundle.path) if out is not None else None
+    return ClusterReport(
+        config.name,
+        config.n_agents,
+        rounds,
+        config.seed,
+        str(engine.identity.get("name")),
+        -(-config.n_agents // local.backend.shard_size(config.n_agents)),
+        _shards_rule(config),
+        counted,
+        kept,
+    )
+
+
+def _shards_rule(config: RunConfig) -> str:
+    """How the shards were cut for K nodes, in words."""
+    backend = config.backend
+    if backend.agents_per_shard is not None:
+        return f"backend.agents_per_shard {backend.agents_per_shard:,}"
+    return f"{backend.shards_per_node or 2} shards a node (backend.shards_per_node), as on Ray"
+
+
+def _play(
+    config: RunConfig, model: LlamaCppModel, folder: Path
+) -> tuple[Bundle, list[tuple[float, int, int]]]:
+    """Play the rounds locally: the bundle and each round's (seconds, prompt tokens evaluated,
+    trie nodes scored), the seconds as the bundle records them."""
+    counters: list[tuple[int, int]] = []
+
+    def count(number: int, stats: object, seconds: float) -> None:
+        counters.append((model.counters.evaluated_tokens, model.counters.nodes))
+        model.counters = EngineCounters()
+
+    model.counters = EngineCounters()
+    bundle = Simulation(config, model=model).run(out_dir=folder, progress=False, on_round=count)
+    seconds = [float(s) for s in bundle.rounds()["seconds"]]
+    return bundle, [(s, *c) for s, c in zip(seconds, counters, strict=True)]
+
+
+def _count_round(
+    bundle: Bundle,
+    number: int,
+    model: LlamaCppModel,
+    sizes: dict[int, int],
+    seconds: float,
+    evaluated: int,
+    nodes: int,
+) -> RoundCount:
+    """Round `number` of the bundle rebuilt, its prompts reported by each K's shards and
+    divided both ways."""
+    cfg = bundle.config
+    personas, responses = bundle.personas(), bundle.responses()
+    shard = AgentShard(0, personas, cfg.game.rounds)
+    shard.restore(responses[responses["round"] < number])
+    targets = tuple(float(t) for t in bundle.rounds()["target"].iloc[: number - 1])
+    ctx = RoundContext.of(cfg, number, targets, game=bundle.game_of(number))
+    found = round_prompts(Prompts.of(cfg), shard, ctx, model)
+    tokens = dict(zip(found.keys, found.tokens, strict=True))
+    prefix = distinct_prefix_tokens(found.tokens)
+    counted = RoundCount(
+        number,
+        seconds,
+        len(found.keys),
+        sum(len(t) for t in found.tokens),
+        prefix,
+        evaluated,
+        nodes,
+    )
+    rate = counted.s_per_prefix_token
+    for k, size in sizes.items():
+        rows = found.report(size)
+        today = _count("today", shard_division(rows, k), tokens, rate)
+        plan = _count("plan", plan_round(rows, k), tokens, rate)
+        counted.clusters.append(ClusterCount(k, int(rows["shard"].max()) + 1, today, plan))
+    return counted
+
+
+def _count(how: str, division: Division, tokens: dict[str, tuple[int, ...]], rate: float) -> Count:
+    """A division as the bench reports it (`how`: today or plan), each engine's
+    distinct-prefix tokens added."""
+    engines = [
+        {
+            "prompts": e.prompts,
+            "nodes": None,  # not measured: the local run counts a round's nodes, not a prompt's
+            "tokens": e.tokens,
+            "prefix_tokens": distinct_prefix_tokens([tokens[key] for key in e.keys]),
+            "agents": e.agents,
+        }
+        for e in division.engines
+    ]
+    largest = max((e["prefix_tokens"] for e in engines), default=0)
+    return Count(
+        how,
+        engines,
+        division.walked,
+        division.over_distinct,
+        division.largest_share,
+        division.largest_token_share,
+        largest * rate,
+    )
+
+
+def report_dict(report: ClusterReport) -> dict[str, Any]:
+    """The report as plain data (`--json`): per round `round`, `distinct_prompts` and, per K
+    (`clusters`), `today` and `plan` each with `engines` ({prompts, nodes, tokens,
+    prefix_tokens, agents}; nodes None: not measured per engine)."""
+    data = asdict(report)
+    for counted, row in zip(report.rounds, data["rounds"], strict=True):
+        row["s_per_prefix_token"] = counted.s_per_prefix_token
+    data["note"] = FOOTER
+    return data
+
+
+def report_text(report: ClusterReport) -> str:
+    """The report for a terminal: a header, per round a table of K x division with each
+    engine's prompts and distinct-prefix tokens below, and the footer."""
+    lines = [
+        f"bench cluster: config {report.config}, {report.n_agents:,} agents, "
+        f"{report.rounds_played} round(s), seed {report.seed}; played once on the local backend "
+        f"({report.local_shards} shard(s)) with {report.model}",
+        f"shards for K nodes: {report.shards_rule}; every K is counted, not run "
+        f"(K = {ON_PAPER} on paper)",
+    ]
+    for counted in report.rounds:
+        lines += _round_lines(counted)
+    if report.bundle is not None:
+        lines.append(f"bundle: {report.bundle}")
+    lines += ["", *textwrap.wrap(FOOTER, 100)]
+    return "\n".join(lines)
+
+
+def _round_lines(counted: RoundCount) -> list[str]:
+    """One round's table: K, division, shards, walked (x distinct), largest shares, projection."""
+    lines = [
+        "",
+        f"round {counted.round}: {counted.distinct_prompts:,} distinct prompts, "
+        f"{counted.tokens:,} prompt tokens ({counted.prefix_tokens:,} distinct-prefix); "
+        f"{counted.seconds:.2f} s on one engine here, "
+        f"{1000 * counted.s_per_prefix_token:.2f} ms a distinct-prefix token "
+        f"(engine evaluated {counted.evaluated:,} tokens, {counted.nodes_evaluated:,} trie nodes)",
+        f"{'K':>3} {'division':<8} {'shards':>6} {'walked':>8} {'x dist':>7} "
+        f"{'largest':>8} {'ideal':>6} {'tok share':>9} {'projected s':>11}",
+    ]
+    for cluster in counted.clusters:
+        for count in (cluster.today, cluster.plan):
+            lines.append(
+                f"{cluster.nodes:>3} {count.how:<8} {cluster.shards:>6} {count.walked:>8,} "
+                f"{count.over_distinct:>6.2f}x {count.largest_share:>8.3f} "
+                f"{1 / cluster.nodes:>6.3f} {count.largest_token_share:>9.3f} "
+                f"{count.projected_s:>11.2f}"
+            )
+        for count in (cluster.today, cluster.plan):
+            prompts = " ".join(str(e["prompts"]) for e in count.engines)
+            tokens = " ".join(str(e["prefix_tokens"]) for e in count.engines)
+            lines.append(f"      {count.how:<6} prompts per engine: {prompts}")
+            lines.append(f"      {count.how:<6} distinct-prefix tokens per engine: {tokens}")
+    return lines
