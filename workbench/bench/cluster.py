@@ -30,7 +30,6 @@ Numbers are reported, never asserted.
 from __future__ import annotations
 
 import tempfile
-import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,11 +59,14 @@ ON_PAPER = 32
 FOOTER = (
     "today: engine i % K walks the distinct prompts of shards i, i+K, ... (model_placement: "
     "node, the Ray backend as it is); plan: each distinct prompt on one engine "
-    "(runtime.cluster_plan). The plan is not yet executed by the Ray backend: these are counts "
-    "from the local run's prompts. projected s = the round's measured seconds x the largest "
-    "engine's distinct-prefix tokens / the round's: a projection at this machine's rate, never "
-    "a measurement (trie nodes and draws assumed to scale alike, no network)."
+    "(runtime.cluster_plan).",
+    "The plan is not yet executed by the Ray backend: these are counts from the local run's "
+    "prompts.",
+    "projected s = the round's measured seconds x the largest engine's distinct-prefix tokens / "
+    "the round's: a projection at this machine's rate, never a measurement (trie nodes and "
+    "draws assumed to scale alike, no network).",
 )
+"""The report's closing lines (also the JSON's `note`)."""
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,12 @@ def cluster_bench(
         raise ConfigError(f"--rounds: play at least one round, got {rounds}")
     config = bench_config(config_path, n=n, rounds=rounds, seed=seed, sampling="workbench")
     on_ray = on_backend(config, "ray").backend
-    sizes = {k: on_ray.shard_size(config.n_agents, k) for k in ks}  # ConfigError up front
+    try:
+        sizes = {k: on_ray.shard_size(config.n_agents, k) for k in ks}  # before any model work
+    except ConfigError as exc:
+        raise ConfigError(
+            f"-n: {config.n_agents:,} agents cannot fill the shards of {ks[-1]} nodes ({exc})"
+        ) from None
     local = on_backend(config, "local")
     engine = model if model is not None else embedded_model(config)
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as temp:
@@ -324,7 +331,7 @@ def report_dict(report: ClusterReport) -> dict[str, Any]:
     data = asdict(report)
     for counted, row in zip(report.rounds, data["rounds"], strict=True):
         row["s_per_prefix_token"] = counted.s_per_prefix_token
-    data["note"] = FOOTER
+    data["note"] = " ".join(FOOTER)
     return data
 
 
@@ -342,7 +349,7 @@ def report_text(report: ClusterReport) -> str:
         lines += _round_lines(counted)
     if report.bundle is not None:
         lines.append(f"bundle: {report.bundle}")
-    lines += ["", *textwrap.wrap(FOOTER, 100)]
+    lines += ["", *FOOTER]
     return "\n".join(lines)
 
 

@@ -1,0 +1,107 @@
+"""`workbench bench cluster` (issue 38, first step): one real run, its rounds' prompts rebuilt and
+counted per engine under today's division by shards and under the plan. Numbers are reported,
+not asserted; the counts' invariants are."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workbench.errors import ConfigError
+
+
+def test_cluster_bench_counts_every_distinct_prompt_once_under_the_plan(
+    embedded_model, tmp_path
+) -> None:
+    from workbench.agents.prompts import Prompts
+    from workbench.agents.shard import RoundContext, split_into_shards
+    from workbench.bench.cluster import cluster_bench, report_dict, report_text, round_prompts
+    from workbench.results import Bundle
+    from workbench.runtime.cluster_plan import prompt_key
+
+    report = cluster_bench(n=200, rounds=2, nodes=["2", "4"], out=tmp_path, model=embedded_model)
+    data = json.loads(json.dumps(report_dict(report)))  # plain JSON all through
+    assert [r["round"] for r in data["rounds"]] == [1, 2]
+    bundle = Bundle.open(data["bundle"])
+    for row in data["rounds"]:
+        assert [c["nodes"] for c in row["clusters"]] == [2, 4, 32]
+        distinct = row["distinct_prompts"]
+        assert distinct >= 1
+        for cluster in row["clusters"]:
+            k = cluster["nodes"]
+            size = -(-200 // (2 * k))  # two shards a node, as on Ray (32 nodes: 50 of 4 agents)
+            assert cluster["shards"] == -(-200 // size)
+            for how in ("today", "plan"):
+                engines = cluster[how]["engines"]
+                assert len(engines) == k
+                for engine in engines:
+                    assert set(engine) == {"prompts", "nodes", "tokens", "prefix_tokens", "agents"}
+                    assert engine["nodes"] is None  # not measured per engine
+                    assert 0 <= engine["prefix_tokens"] <= engine["tokens"]
+                assert sum(e["agents"] for e in engines) >= 200
+            walked_plan = sum(e["prompts"] for e in cluster["plan"]["engines"])
+            walked_today = sum(e["prompts"] for e in cluster["today"]["engines"])
+            assert walked_plan == cluster["plan"]["walked"] == distinct
+            assert walked_today == cluster["today"]["walked"] >= distinct
+            assert sum(e["agents"] for e in cluster["plan"]["engines"]) == 200
+            assert sum(e["agents"] for e in cluster["today"]["engines"]) == 200
+    # round 1's distinct prompts are the personas; every shard holds several, so with one
+    # engine per two shards today's division walks most of them on every engine
+    personas = bundle.personas()
+    first = data["rounds"][0]
+    assert first["distinct_prompts"] == personas["persona"].nunique()
+    assert first["clusters"][0]["today"]["walked"] > first["distinct_prompts"]
+
+    # what the bench counts as shard rows is what each shard's own grouping reports
+    cfg = bundle.config
+    responses = bundle.responses()
+    targets = (float(bundle.rounds()["target"].iloc[0]),)
+    ctx = RoundContext.of(cfg, 2, targets, game=bundle.game_of(2))
+    whole = split_into_shards(personas, len(personas), cfg.game.rounds)[0]
+    whole.restore(responses[responses["round"] < 2])
+    rows = round_prompts(Prompts.of(cfg), whole, ctx, embedded_model).report(50)
+    for shard in split_into_shards(personas, 50, cfg.game.rounds):
+        shard.restore(responses[responses["round"] < 2])
+        grouped = Prompts.of(cfg).grouped(shard, ctx)
+        own = {
+            prompt_key(c.messages, c.model): int(s)
+            for c, s in zip(grouped.chats, grouped.sizes, strict=True)
+        }
+        mine = rows[rows["shard"] == shard.index]
+        assert dict(zip(mine["key"], mine["agents"].tolist(), strict=True)) == own
+
+    text = report_text(report)
+    assert "round 2:" in text and "not yet executed by the Ray backend" in text
+    assert "projection" in text
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"nodes": ["2,x"]}, "--nodes: give engine counts of 1 or more"),
+        ({"nodes": ["0"]}, "--nodes: give engine counts of 1 or more"),
+        ({"rounds": 0}, "--rounds: play at least one round, got 0"),
+        ({"n": 30}, "-n: 30 agents cannot fill the shards of 32 nodes"),
+    ],
+)
+def test_cluster_bench_names_a_bad_option_before_loading_a_model(kwargs, needle: str) -> None:
+    from workbench.bench.cluster import cluster_bench
+
+    with pytest.raises(ConfigError, match=needle.replace("(", r"\(")):
+        cluster_bench(**kwargs)
+
+
+def test_nodes_are_repeatable_or_comma_separated_and_always_include_32() -> None:
+    from workbench.bench.cluster import parse_nodes
+
+    assert parse_nodes(None) == [2, 4, 8, 32]
+    assert parse_nodes(["4", "2,8"]) == [2, 4, 8, 32]
+    assert parse_nodes(["32"]) == [32]
+
+
+def test_bench_cluster_command_names_a_bad_option(tmp_path) -> None:
+    from cli_helpers import assert_user_error, in_process
+
+    result = in_process(["bench", "cluster", "--nodes", "two"], cwd=tmp_path)
+    assert_user_error(result, "--nodes: give engine counts of 1 or more")
