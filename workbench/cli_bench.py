@@ -118,6 +118,7 @@ def bench_cluster(
         list[str] | None,
         typer.Option(
             "--nodes",
+            metavar="K[,K...]",
             help="engine counts K, repeatable or comma-separated (default 2,4,8; 32 "
             "is always added)",
         ),
