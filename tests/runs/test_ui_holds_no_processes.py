@@ -18,8 +18,8 @@ def test_the_contract_forbids_process_modules_in_ui() -> None:
     assert ui["type"] == "forbidden"
     assert {"subprocess", "signal", "workbench._processes"} <= set(ui["forbidden_modules"])
     layers = next(c for c in contracts if c["type"] == "layers")["layers"]
-    assert layers.index("(runs)") == layers.index("(experiment) | bench") + 1
-    assert layers.index("(runs)") < layers.index("runtime")
+    assert layers.index("runs") == layers.index("experiment | bench") + 1
+    assert layers.index("runs") < layers.index("runtime")
 
 
 def test_no_ui_module_signals_or_reads_processes() -> None:
