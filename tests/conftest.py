@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from run_configs import run_config
 from tiers import mark_tiers
+from vllm_server import VLLMServer, shared_server
 
 from workbench.config import PopulationSpec, RunConfig, load_population_spec
 from workbench.population import sample_population
@@ -271,3 +272,9 @@ def exact_bundle(tmp_path: Path):
     from exact_bundle import write_exact_bundle
 
     return write_exact_bundle(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMServer]:
+    """A real vLLM server for the session (`vllm`-marked tests; a module may start its own)."""
+    yield from shared_server(tmp_path_factory)

