@@ -6,7 +6,7 @@ Two small bases say how, as httpx's `BaseTransport` and `AsyncBaseTransport` do 
 and that scores one step's nodes of every walk in one call; and `ConcurrentScorer`, a server
 that every shard's walks share at once, each walk scored by its own call. A scorer is one or
 the other by its class, so no caller asks what kind of scorer it has, and a wrapper (the cache,
-`cached`) hands the scheduling to the scorer it wraps (`score_walks_with`)."""
+`cached_scorer`) hands the scheduling to the scorer it wraps (`score_walks_with`)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ WalkScores = list[np.ndarray] | BaseException
 
 class NodeScorer(ABC):
     """What distribution mode asks of a model: the contract `walk.draw_answers` (the one driver)
-    and `exact.answer_walk` hold every model to.
+    and `whole_walk.answer_walk` hold every model to.
 
     A scorer knows its model's integer answers (`vocabulary`), how the model sees a prompt
     (`prompt_tokens`) and the logits a node's allowed tokens have there (`score`), and says
@@ -61,7 +61,7 @@ class NodeScorer(ABC):
     `score_walks_with`: `TurnTakingScorer` (an engine in this process: llama.cpp, whose
     context holds one prompt) or `ConcurrentScorer` (a server, or vLLM in this process, which
     batches what arrives together). A wrapper subclasses `NodeScorer` itself and hands both to
-    the scorer it wraps, as the response cache's `cached.CachedScorer` does.
+    the scorer it wraps, as the response cache's `cached_scorer.CachedScorer` does.
 
     The smallest scorer is the test suite's (`HashScorer` in tests/hash_scorer.py): logits a
     fixed function of the node, the same whoever asks and however the nodes are batched. In
