@@ -11,6 +11,7 @@ answer distribution, every node the law gives mass to).
 
 Above, one scorer per kind of model: `embedded_scorer` (llama.cpp in this process),
 `served_scorer` (vLLM behind HTTP, or `vllm.LLM` in this process through the same scorer),
-`cached_scorer` (node logits from the response cache), and `probe` (a server's start-up check: is the path exact, are its
-probabilities batch invariant). Nothing is imported here, so importing one module stays light.
+`cached_scorer` (node logits from the response cache), and `probe` (a server's start-up check:
+is the path exact, are its probabilities batch invariant). Nothing is imported here, so
+importing one module stays light.
 """
