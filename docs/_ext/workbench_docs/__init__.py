@@ -59,8 +59,14 @@ def generate(app: Sphinx) -> None:
     srcdir = Path(app.srcdir)
     out = srcdir / "reference" / "generated"
     for name, make in GENERATORS.items():
-        write_if_changed(out / name, make(lambda message, name=name: LOG.warning(
-            "%s: %s", name, message, type="workbench_docs")))
+        write_if_changed(
+            out / name,
+            make(
+                lambda message, name=name: LOG.warning(
+                    "%s: %s", name, message, type="workbench_docs"
+                )
+            ),
+        )
     root = srcdir.parent
     stored, executed = root / "notebooks", root / notebooks.EXECUTED
     if app.config.workbench_execute_notebooks:

@@ -147,8 +147,13 @@ def sections(warn: Warn, root: type[BaseModel] = RunConfig) -> list[Section]:
             if also:
                 description += " (also read as " + ", ".join(f"`{a}`" for a in also) + ")"
             section.rows.append(
-                (f"`{key}`", type_text(info.annotation), default_text(info),
-                 bounds_text(info), description)
+                (
+                    f"`{key}`",
+                    type_text(info.annotation),
+                    default_text(info),
+                    bounds_text(info),
+                    description,
+                )
             )
             nested = _models(info.annotation)
             base = _strip(info.annotation)
