@@ -2,8 +2,8 @@
 
 A config (the quickstart by default, 2,000 agents, 3 rounds) is played once on the local backend
 with the embedded model in distribution mode. Then each round's prompts are rebuilt from the
-bundle (memory of the earlier rounds restored, the bundle's targets and game: as
-`runtime.exact_rounds` rebuilds a round), grouped as the run groups them
+bundle (memory of the earlier rounds restored, the bundle's targets and game:
+`runtime.prompt_walks.bundle_round`, as the exact distributions rebuild it), grouped as the run groups them
 (`agents.prompts.Prompts.grouped`, no model), and each distinct prompt tokenized by the model.
 
 For each K (`--nodes`, 32 always added), the agents are cut into shards as the Ray backend cuts
@@ -48,7 +48,7 @@ from workbench.results import Bundle
 from workbench.runtime import Simulation
 from workbench.runtime.blocking import run_blocking
 from workbench.runtime.cluster_plan import Division, plan_round, prompt_key, shard_division
-from workbench.runtime.prompt_walks import distinct_prefix_tokens
+from workbench.runtime.prompt_walks import bundle_round, distinct_prefix_tokens
 
 DEFAULT_N = 2_000
 DEFAULT_ROUNDS = 3
@@ -272,13 +272,8 @@ def _count_round(
 ) -> RoundCount:
     """Round `number` of the bundle rebuilt, its prompts reported by each K's shards and
     divided both ways."""
-    cfg = bundle.config
-    personas, responses = bundle.personas(), bundle.responses()
-    shard = AgentShard(0, personas, cfg.game.rounds)
-    shard.restore(responses[responses["round"] < number])
-    targets = tuple(float(t) for t in bundle.rounds()["target"].iloc[: number - 1])
-    ctx = RoundContext.of(cfg, number, targets, game=bundle.game_of(number))
-    found = round_prompts(Prompts.of(cfg), shard, ctx, model)
+    shard, ctx = bundle_round(bundle, number, bundle.responses())
+    found = round_prompts(Prompts.of(bundle.config), shard, ctx, model)
     tokens = dict(zip(found.keys, found.tokens, strict=True))
     prefix = distinct_prefix_tokens(found.tokens)
     counted = RoundCount(

@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 
 from workbench.agents.prompts import Prompts
-from workbench.agents.shard import AgentShard, RoundContext
 from workbench.config import LLMPolicySpec, RunConfig
 from workbench.errors import ConfigError
 from workbench.llm import sampling_params
@@ -28,7 +27,7 @@ from workbench.llm.chat_model import ChatModel
 from workbench.results import Bundle, BundleWriter
 from workbench.results.exact_store import EXACT_VERSION, ExactRound
 from workbench.runtime.blocking import run_blocking
-from workbench.runtime.prompt_walks import PromptWalks, walk_prompts
+from workbench.runtime.prompt_walks import PromptWalks, bundle_round, walk_prompts
 
 __all__ = [
     "ExactRound",
@@ -78,17 +77,13 @@ async def aexact_round(bundle: Bundle | str, model: ChatModel, round_number: int
             f"(1 to {opened.rounds_count})"
         )
     model.load()
-    personas = opened.personas()
-    shard = AgentShard(0, personas, cfg.game.rounds)
     responses = opened.responses()
-    shard.restore(responses[responses["round"] < round_number])
-    targets = tuple(float(t) for t in opened.rounds()["target"].iloc[: round_number - 1])
-    ctx = RoundContext.of(cfg, round_number, targets, game=opened.game_of(round_number))
+    shard, ctx = bundle_round(opened, round_number, responses)
     scorer = model.node_scorer()
     params = sampling_params(cfg.model)
     found: PromptWalks = await walk_prompts(Prompts.of(cfg), shard, ctx, scorer, params)
     drawn = responses[responses["round"] == round_number][["agent_id", "guess"]]
-    return exact_of(found, round_number, personas, drawn)
+    return exact_of(found, round_number, shard.personas, drawn)
 
 
 def exact_round(bundle: Bundle | str, model: ChatModel, round_number: int = 1) -> ExactRound:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext
@@ -20,6 +21,7 @@ from workbench.errors import ConfigError
 from workbench.llm.base import SamplingParams
 from workbench.llm.distribution.scorer import NodeScorer
 from workbench.llm.distribution.whole_walk import ExactWalk, answer_walk
+from workbench.results import Bundle
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,18 @@ async def walk_prompts(
         walks[index] = await answer_walk(scorer, tokens[index], vocab, params)
     firsts = np.array([m[0] for m in grouped.members], dtype=np.int64)
     return PromptWalks(grouped.codes, firsts, grouped.sizes, list(tokens), walks, order)
+
+
+def bundle_round(
+    bundle: Bundle, number: int, responses: pd.DataFrame
+) -> tuple[AgentShard, RoundContext]:
+    """Round `number` of a finished `bundle` as its agents met it: one shard of every agent with
+    its memory of the rounds before restored from `responses` (the bundle's), and the round's
+    context with the bundle's targets so far and the game it was played in (a fork's own)."""
+    shard = AgentShard(0, bundle.personas(), bundle.config.game.rounds)
+    shard.restore(responses[responses["round"] < number])
+    targets = tuple(float(t) for t in bundle.rounds()["target"].iloc[: number - 1])
+    return shard, RoundContext.of(bundle.config, number, targets, game=bundle.game_of(number))
 
 
 def distinct_prefix_tokens(prompts: Sequence[Sequence[int]]) -> int:
