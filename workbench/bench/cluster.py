@@ -4,7 +4,8 @@ A config (the quickstart by default, 2,000 agents, 3 rounds) is played once on t
 with the embedded model in distribution mode. Then each round's prompts are rebuilt from the
 bundle (memory of the earlier rounds restored, the bundle's targets and game:
 `runtime.prompt_walks.bundle_round`, as the exact distributions rebuild it), grouped as the
-run groups them (`agents.prompts.Prompts.grouped`, no model), and each distinct prompt tokenized by the model.
+run groups them (`agents.prompts.Prompts.grouped`, no model), and each distinct prompt
+tokenized by the model.
 
 For each K (`--nodes`, 32 always added), the agents are cut into shards as the Ray backend cuts
 them for K nodes (`backend.shard_size(n, K)`: the config's agents_per_shard, else its
