@@ -17,8 +17,8 @@ def test_cluster_bench_counts_every_distinct_prompt_once_under_the_plan(
     from workbench.agents.prompts import Prompts
     from workbench.agents.shard import RoundContext, split_into_shards
     from workbench.bench.cluster import cluster_bench, report_dict, report_text, round_prompts
+    from workbench.llm.routes import prompt_key
     from workbench.results import Bundle
-    from workbench.runtime.cluster_plan import prompt_key
 
     report = cluster_bench(n=200, rounds=2, nodes=["2", "4"], out=tmp_path, model=embedded_model)
     data = json.loads(json.dumps(report_dict(report)))  # plain JSON all through

@@ -7,12 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.runtime.cluster_plan import (
-    distinct_prompts,
-    plan_round,
-    prompt_key,
-    shard_division,
-)
+from workbench.llm.routes import prompt_key
+from workbench.runtime.cluster_plan import distinct_prompts, plan_round, shard_division
 
 
 def report(entries: list[tuple[int, str, tuple[str, ...], int, int]]) -> pd.DataFrame:

@@ -64,8 +64,8 @@ class Prompts:
         system = {"role": "system", "content": rules_text(game, ctx.n_players, ctx.population_note)}
         picked = slice(None) if rows is None else rows
         ids = shard.agent_ids[picked]
-        personas = _column_text(shard, "persona", rows, len(ids))
-        models = _column_text(shard, "model", rows, len(ids))
+        personas = column_text(shard, "persona", rows, len(ids))
+        models = column_text(shard, "model", rows, len(ids))
         own = shard.guesses[picked, : ctx.round - 1].tolist()
         seeds = streams.request_seeds(ctx.seed, ids, ctx.round).tolist()
         constraint = None
@@ -149,7 +149,7 @@ def members_of(codes: np.ndarray, n_groups: int) -> list[np.ndarray]:
     return np.split(order, bounds)
 
 
-def _column_text(
+def column_text(
     shard: AgentShard, name: str, rows: np.ndarray | None, n: int
 ) -> list[str] | list[None]:
     """A persona column's values as text, for every agent or only those at `rows`; None for

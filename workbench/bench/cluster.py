@@ -45,10 +45,12 @@ from workbench.config import RunConfig
 from workbench.errors import ConfigError
 from workbench.llm.embedded.engine import EngineCounters
 from workbench.llm.llamacpp import LlamaCppModel
+from workbench.llm.routes import request_key
 from workbench.results import Bundle
 from workbench.runtime import Simulation
 from workbench.runtime.blocking import run_blocking
-from workbench.runtime.cluster_plan import Division, plan_round, prompt_key, shard_division
+from workbench.runtime.cluster_plan import Division, plan_round, shard_division
+from workbench.runtime.prompt_report import prompt_paths
 from workbench.runtime.prompt_walks import bundle_round, distinct_prefix_tokens
 
 DEFAULT_N = 2_000
@@ -103,23 +105,10 @@ def round_prompts(
     """`shard`'s distinct prompts of round `ctx.round` (its memory restored), tokenized by
     `model`'s node scorer."""
     grouped = prompts.grouped(shard, ctx)
-    firsts = [int(m[0]) for m in grouped.members]
-    labels = [_label(shard, "persona", firsts), _label(shard, "model", firsts)]
-    history = shard.guesses[firsts, : ctx.round - 1]
-    paths = [
-        (f"{persona}|{model_name}", *(repr(float(g)) for g in numbers))
-        for persona, model_name, numbers in zip(*labels, history, strict=True)
-    ]
-    keys = [prompt_key(chat.messages, chat.model) for chat in grouped.chats]
+    paths = prompt_paths(shard, [int(m[0]) for m in grouped.members], ctx)
+    keys = [request_key(chat) for chat in grouped.chats]
     tokens = run_blocking(model.node_scorer().prompt_tokens(grouped.chats))
     return RoundPrompts(grouped.codes, keys, paths, list(tokens))
-
-
-def _label(shard: AgentShard, column: str, rows: list[int]) -> list[str]:
-    """A persona column's text at `rows` ("" for each when the shard has no such column)."""
-    if column not in shard.personas:
-        return [""] * len(rows)
-    return shard.personas[column].iloc[rows].astype(str).tolist()
 
 
 @dataclass

@@ -23,6 +23,8 @@ from workbench.errors import BundleError, ConfigError, WorkbenchError
 from workbench.results.exact_store import ExactRound, from_tables
 from workbench.results.html import bundle_html, damaged_html
 from workbench.results.layout import (
+    ENGINE_WORK,
+    ENGINE_WORK_FIELDS,
     EVENTS_FILE,
     EXACT_DIR,
     FIGURES_DIR,
@@ -332,6 +334,18 @@ class Bundle:
         """Per-round statistics, one row per finished round (`as_written`: as in `groups`)."""
         table = self._table(ROUNDS_FILE)
         return (table if as_written else with_later_stats(table)).to_pandas()
+
+    def engine_work(self) -> pd.DataFrame:
+        """What each model engine did per finished round (`ENGINE_WORK_FIELDS`, one row per round
+        and engine); empty when the run recorded none (the local backend, or no model actors)."""
+        done = {int(r["round"]) for r in self.rounds_done}
+        entries = self.manifest.get(ENGINE_WORK)
+        rows = [
+            {name: row.get(name) for name in ENGINE_WORK_FIELDS}
+            for row in (entries if isinstance(entries, list) else [])
+            if isinstance(row, dict) and row.get("round") in done
+        ]
+        return pd.DataFrame(rows, columns=list(ENGINE_WORK_FIELDS))
 
     def events(self) -> list[dict[str, Any]]:
         """The run's events from events.jsonl, in order ([] when it has none)."""

@@ -74,6 +74,25 @@ MANIFEST_KEYS: tuple[str, ...] = (
 )
 """Top-level manifest keys the writer manages; `record()` refuses them."""
 
+ENGINE_WORK = "engine_work"
+"""The manifest key of what each model engine did per round (distribution mode on Ray's model
+actors): one entry per (round, engine) with the fields of `ENGINE_WORK_FIELDS`."""
+ENGINE_WORK_FIELDS: tuple[str, ...] = (
+    "round",
+    "engine",
+    "node",
+    "prompts",
+    "prompt_tokens",
+    "nodes",
+    "visits",
+    "agents",
+    "seconds",
+)
+"""One engine's round: its number (`engine`) and node; the distinct prompts it walked and their
+prompt tokens (each prompt once); the trie nodes its model scored (`nodes`) and those the walks
+asked for (`visits`: nodes scored before, for another shard, are read back, not scored); the
+answers drawn (`agents`) and the seconds it was busy walking."""
+
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 """A run id, which is also the bundle's directory name."""
 

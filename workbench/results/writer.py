@@ -16,7 +16,7 @@ import platform
 import secrets
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -35,6 +35,8 @@ from workbench.results import lock
 from workbench.results.bundle import Bundle
 from workbench.results.layout import (
     CONFIG_FILE,
+    ENGINE_WORK,
+    ENGINE_WORK_FIELDS,
     EVENTS_FILE,
     EXACT_DIR,
     FIGURES_DIR,
@@ -474,6 +476,17 @@ class BundleWriter:
             raise BundleError(f"manifest keys {clash} are managed by the writer; use other names")
         self._manifest.update(extra)
         self._write_manifest()
+
+    def record_engine_work(self, round_number: int, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Record what each engine did in round `round_number` (`ENGINE_WORK`), replacing what
+        an earlier try of that round recorded."""
+        earlier = self._manifest.get(ENGINE_WORK)
+        kept = [r for r in (earlier or []) if r.get("round") != round_number]
+        entries = [
+            {name: plain(row.get(name)) for name in ENGINE_WORK_FIELDS} | {"round": round_number}
+            for row in rows
+        ]
+        self.record(**{ENGINE_WORK: [*kept, *entries]})
 
     def append_event(self, event: Mapping[str, Any], *, durable: bool = True) -> None:
         """Append one event to events.jsonl as a JSON line; thread-safe.

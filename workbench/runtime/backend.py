@@ -7,7 +7,7 @@ Simulation never needs to know which backend it drives. `make_backend` picks one
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -45,6 +45,11 @@ class Backend(Protocol):
 
     async def play_round(self, ctx: RoundContext, emit: Emit | None = None) -> list[pa.Table]:
         """Every shard's decisions for one round, in shard order; progress sent to `emit`."""
+        ...
+
+    async def engine_work(self, round_number: int) -> list[dict[str, Any]]:
+        """What each model engine did in round `round_number`, once it is played
+        (`results.layout.ENGINE_WORK_FIELDS`); [] where there are no engines to count."""
         ...
 
     def describe(self) -> dict[str, object]:

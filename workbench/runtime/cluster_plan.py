@@ -4,8 +4,8 @@ The input is a round's prompts as the shards report them, not their agents: one 
 (shard, distinct prompt of that shard) with the columns of `REPORT_COLUMNS`:
 
 - `shard`: the shard's number (shards are numbered as `agents.shard.split_into_shards` cuts them);
-- `key`: the prompt's identity (`prompt_key`: a hash of its chat messages and model), equal on
-  every shard that holds agents with that prompt;
+- `key`: the prompt's identity (`llm.routes.prompt_key`: a hash of its chat messages and
+  model), equal on every shard that holds agents with that prompt;
 - `path`: its affinity path, a tuple of strings: the persona and model first, then the agent's
   earlier numbers in order. That is what the prompt's prefix is made of: the shared rules and
   round question, then the persona, then the numbers (`game.user_message`), so two prompts
@@ -38,19 +38,19 @@ sorted, round-robin) and asks the one model actor on its node (`model_actors.eng
 engine i % K walks the distinct prompts of its own shards: a prompt whose agents sit on shards
 of several engines is walked on each of them.
 
-Pure: numpy and pandas; the plan is not yet executed by any backend.
+Pure: pandas. The Ray backend executes it (`runtime.ray_backend`): shards report, the driver
+plans, each shard's prompts go to their engines by `llm.routes.Routes`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import heapq
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
+
+from workbench.llm.routes import Routes
 
 REPORT_COLUMNS = ("shard", "key", "path", "tokens", "agents")
 """The columns of a round's reported prompts (see the module)."""
@@ -61,13 +61,6 @@ TOLERANCE = 1.05
 MAX_HALVINGS = 64
 """The split line is halved at most this often (a bound; splitting stops earlier, at single
 prompts)."""
-
-
-def prompt_key(messages: Sequence[Mapping[str, Any]], model: str | None = None) -> str:
-    """A prompt's identity: a stable hash of its chat messages and the model asked (the same on
-    every shard, in every process)."""
-    text = json.dumps([list(messages), model], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -170,6 +163,17 @@ def plan_round(rows: pd.DataFrame, k: int, tolerance: float = TOLERANCE) -> Roun
     engines = tuple(_load(prompts, sorted(m)) for m in members)
     heads = tuple(sorted(buckets))
     return RoundPlan("plan", engines, len(prompts), total, engine_of, heads)
+
+
+def shard_routes(plan: RoundPlan, rows: pd.DataFrame, engines: Sequence[int]) -> dict[int, Routes]:
+    """Each reporting shard's part of `plan` (made for `len(engines)` engines): its prompts' engine
+    numbers, plan engine i being `engines[i]` (the engines alive, in order)."""
+    routes: dict[int, Routes] = {}
+    numbers = tuple(engines)
+    for shard, mine in rows.groupby("shard", sort=True):
+        planned = {key: numbers[plan.engine_of[key]] for key in mine["key"]}
+        routes[int(shard)] = Routes(numbers, planned)
+    return routes
 
 
 def shard_division(rows: pd.DataFrame, k: int) -> Division:

@@ -105,6 +105,16 @@ class RoundFinished(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class EngineWork(Event):
+    """What each model engine did in a round, one entry per engine with the fields of
+    `results.layout.ENGINE_WORK_FIELDS` (distribution mode on Ray's model actors)."""
+
+    kind: ClassVar[str] = "engine_work"
+    round: int
+    engines: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunFinished(Event):
     """The run ended: complete, failed or cancelled; `error` says why when it did not complete."""
 
@@ -177,7 +187,7 @@ def shard_done(
 
 
 EVENT_TYPES: dict[str, type[Event]] = {
-    cls.kind: cls for cls in (RunStarted, ShardProgress, RoundFinished, RunFinished)
+    cls.kind: cls for cls in (RunStarted, ShardProgress, RoundFinished, EngineWork, RunFinished)
 }
 
 

@@ -109,6 +109,10 @@ class LocalBackend:
         async with progress_reports(ctx.round, agents, read, emit, self.progress_every_s):
             return list(await asyncio.gather(*(play(s) for s in self.shards)))
 
+    async def engine_work(self, round_number: int) -> list[dict[str, Any]]:
+        """Nothing: the one engine here is the run's own (`bench scale` reads its counts)."""
+        return []
+
     def describe(self) -> dict[str, object]:
         """What ran where, for the bundle manifest."""
         return {"kind": self.name, "shards": len(self.shards)}

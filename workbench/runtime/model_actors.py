@@ -10,6 +10,7 @@ model_error answers, never a lost round.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from workbench.errors import ConfigError
 from workbench.llm import ChatModel, as_chat_model, model_for
 from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
 from workbench.llm.distribution.walk import GroupAnswers, PromptGroup, TrieCounts, report_group
+from workbench.llm.routes import Routes
+from workbench.runtime.engine_work import WorkMeter
 
 Placement = Literal["shard", "node", "gpu", "cluster"]
 
@@ -122,6 +125,7 @@ class ModelActor:
         model = model_for(source) if isinstance(source, RunConfig) else as_chat_model(source)
         model.load()  # now, so that a model that cannot load fails the run before it starts
         self.model: ChatModel = model
+        self.meter = WorkMeter(lambda: _memo_hits(model))
 
     async def generate(
         self, requests: Sequence[ChatRequest], params: SamplingParams
@@ -143,10 +147,28 @@ class ModelActor:
         params: SamplingParams,
         uniforms: Callable[[Any, int], Any],
     ) -> tuple[list[GroupAnswers], dict[str, int]]:
-        """One shard's prompt groups drawn by this actor's model, with what the trie did."""
+        """One shard's prompt groups drawn by this actor's model, with what the trie did (also
+        counted into this engine's round, `work`)."""
         counts = TrieCounts()
-        answers = await self.model.draw_answers(groups, params, uniforms, counts)
+        round_number = groups[0].request.round if groups else 0
+        with self.meter.walking(round_number) as work:
+            answers = await self.model.draw_answers(groups, params, uniforms, counts)
+        self.meter.add(work, groups, answers, counts)
         return answers, counts.as_dict()
+
+    async def prompt_lengths(self, requests: Sequence[ChatRequest]) -> list[int]:
+        """Each chat's prompt tokens as this actor's model counts them (a shard's report)."""
+        scorer = self.model.node_scorer()
+        if scorer is None:
+            raise ConfigError("distribution mode's plan needs a model that scores trie nodes")
+        return [len(tokens) for tokens in await scorer.prompt_tokens(requests)]
+
+    def work(self, round_number: int, engine: int) -> dict[str, Any]:
+        """What this engine (number `engine`) did in round `round_number`
+        (`results.layout.ENGINE_WORK_FIELDS`)."""
+        import ray
+
+        return self.meter.take(round_number, engine, ray.get_runtime_context().get_node_id())
 
     def where(self) -> dict[str, Any]:
         """Node, process and the GPUs Ray gave this actor (for the monitor and tests)."""
@@ -164,12 +186,20 @@ class RemoteModel(ChatModel):
     """A `ChatModel` that forwards batches to a `ModelActor` (what shard actors hold)."""
 
     def __init__(
-        self, handle: Any, identity: dict[str, Any], engine: int, draws: bool = False
+        self,
+        handles: Sequence[Any],
+        identity: dict[str, Any],
+        engine: int,
+        draws: bool = False,
     ) -> None:
-        self.handle = handle
+        self.handles = list(handles)  # every model actor of the run, by engine number
+        self.handle = self.handles[engine]
         self._identity = identity
-        self.engine = engine
+        self.engine = engine  # this shard's own engine (on its node)
         self.draws = draws  # the hosted model draws answers in distribution mode
+        self.routes: Routes | None = None
+        """The round's plan for this shard's prompts (set before each round it applies to);
+        None: every walk goes to the own engine."""
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -200,23 +230,62 @@ class RemoteModel(ChatModel):
         uniforms: Callable[[Any, int], Any],
         counts: TrieCounts,
     ) -> list[GroupAnswers]:
-        """The model actor's draws, its trie counts added to `counts` and each group's progress
-        reported here; a model actor that stays dead fails every group (model_error)."""
+        """The model actors' draws (each group on the engine `routes` gives it, else on this
+        shard's own), their trie counts added to `counts` and each group's progress reported
+        here; a model actor that stays dead fails every group it was sent (model_error)."""
+        routes = self.routes
+        if routes is None:
+            parts = {self.engine: list(range(len(groups)))}
+        else:
+            parts = routes.split([g.request for g in groups])
+        drawn = await asyncio.gather(
+            *(
+                self._draw(engine, [groups[i] for i in where], params, uniforms)
+                for engine, where in parts.items()
+            )
+        )
+        answers: list[GroupAnswers | None] = [None] * len(groups)
+        for where, (mine, done) in zip(parts.values(), drawn, strict=True):
+            counts.add(TrieCounts(**done))
+            for i, answer in zip(where, mine, strict=True):
+                answers[i] = answer
+                report_group(groups[i], answer)
+        return answers  # type: ignore[return-value]
+
+    async def _draw(
+        self,
+        engine: int,
+        groups: list[PromptGroup],
+        params: SamplingParams,
+        uniforms: Callable[[Any, int], Any],
+    ) -> tuple[list[GroupAnswers], dict[str, int]]:
+        """Engine `engine`'s draws of `groups` and its trie counts; every group failed when the
+        engine stays dead."""
         from ray.exceptions import RayActorError
 
         try:
-            answers, done = await self.handle.draw_answers.remote(list(groups), params, uniforms)
+            answers, done = await self.handles[engine].draw_answers.remote(groups, params, uniforms)
         except RayActorError as exc:
-            error = self._died(exc)
-            return [
+            error = self._died(exc, engine)
+            failed = [
                 GroupAnswers([], [], np.zeros(len(g.agent_ids), dtype=np.int64), 0, error=error)
                 for g in groups
             ]
-        counts.add(TrieCounts(**done))
-        for group, answer in zip(groups, answers, strict=True):
-            report_group(group, answer)
-        return answers
+            return failed, TrieCounts().as_dict()
+        return list(answers), done
 
-    def _died(self, exc: Exception) -> str:
+    async def prompt_lengths(self, requests: Sequence[ChatRequest]) -> list[int]:
+        """Each chat's prompt tokens, counted by this shard's own engine."""
+        return list(await self.handle.prompt_lengths.remote(list(requests)))
+
+    def _died(self, exc: Exception, engine: int | None = None) -> str:
         """The error every answer of a model actor that stays dead records."""
-        return f"model actor {self.engine} died: {str(exc).splitlines()[0]}"
+        number = self.engine if engine is None else engine
+        return f"model actor {number} died: {str(exc).splitlines()[0]}"
+
+
+def _memo_hits(model: ChatModel) -> int:
+    """How many node scores `model`'s scorer has read back from its memo so far (0 when it has
+    no memo)."""
+    scorer = model.node_scorer()
+    return int(getattr(scorer, "memo_hits", 0) or 0)

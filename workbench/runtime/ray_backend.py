@@ -26,6 +26,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 
 from workbench.agents.factory import make_policy
@@ -35,6 +36,8 @@ from workbench.config import LLMPolicySpec, RunConfig
 from workbench.errors import ConfigError, ModelError
 from workbench.llm import ChatModel
 from workbench.llm.base import BatchProgress, track_progress
+from workbench.llm.routes import Routes
+from workbench.runtime.cluster_plan import RoundPlan, plan_round, shard_routes
 from workbench.runtime.events import ShardProgress, event_from_dict, rss_bytes, shard_done
 from workbench.runtime.local import play_shard
 from workbench.runtime.model_actors import (
@@ -48,6 +51,7 @@ from workbench.runtime.model_actors import (
     resolve_placement,
 )
 from workbench.runtime.progress import PROGRESS_EVERY_S, Emit, ShardSink, progress_reports
+from workbench.runtime.prompt_report import shard_report
 
 LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 """Set to 0 before Ray is imported, Ray binds a single-machine cluster to 127.0.0.1."""
@@ -217,8 +221,25 @@ class ShardActor:
         self.policy: Policy = make_policy(config, model)
         self.playing: BatchProgress | None = None
 
-    async def play(self, ctx: RoundContext) -> tuple[pa.Table, dict[str, Any]]:
-        """Decide the shard's agents for one round; the decisions and this actor's progress."""
+    async def report(self, ctx: RoundContext) -> pd.DataFrame | None:
+        """This shard's distinct prompts of the round for the cluster's plan
+        (`runtime.prompt_report`); None when its answers are not drawn by model actors in
+        distribution mode (there is nothing to plan)."""
+        policy = self.policy
+        if not (isinstance(policy, LLMPolicy) and policy.distribution):
+            return None
+        model = policy.model
+        if not isinstance(model, RemoteModel):
+            return None
+        return await shard_report(policy.prompts, self.shard, ctx, model.prompt_lengths)
+
+    async def play(
+        self, ctx: RoundContext, routes: Routes | None = None
+    ) -> tuple[pa.Table, dict[str, Any]]:
+        """Decide the shard's agents for one round, each prompt walked on the engine `routes`
+        gives it (None: on this shard's own); the decisions and this actor's progress."""
+        if isinstance(self.policy, LLMPolicy) and isinstance(self.policy.model, RemoteModel):
+            self.policy.model.routes = routes
         start = time.perf_counter()
         self.playing = BatchProgress()
         try:
@@ -272,6 +293,8 @@ class RayBackend:
         self.engines: list[Any] = []
         self.engine_identity: dict[str, Any] = {}
         self.engine_draws = False
+        self.plans: dict[int, RoundPlan] = {}
+        """Each planned round's plan (`cluster_plan.plan_round`), by round number."""
         self.model_ref: Any = None  # the given model in Ray's object store
         self.restarts = 0
         self.progress_every_s = PROGRESS_EVERY_S
@@ -396,7 +419,7 @@ class RayBackend:
         if not self.engines:
             return self.model_ref  # None: the shard actor builds the config's model itself
         engine = engine_for(node, index, self.slots, set(self.nodes))
-        return RemoteModel(self.engines[engine], self.engine_identity, engine, self.engine_draws)
+        return RemoteModel(self.engines, self.engine_identity, engine, self.engine_draws)
 
     async def play_round(self, ctx: RoundContext, emit: Emit | None = None) -> list[pa.Table]:
         """Every shard's decisions; a shard whose actor died is respawned and replayed.
@@ -405,11 +428,12 @@ class RayBackend:
         soon as that shard is done, while the other shards still play; the actors still playing
         are asked how far they have got every `progress_every_s`.
         """
+        routes = await self._plan(ctx)
         pending = set(range(len(self.shards)))
 
         async def play(index: int) -> pa.Table:
             try:
-                return await self._play(index, ctx, emit)
+                return await self._play(index, ctx, emit, routes.get(index))
             finally:
                 pending.discard(index)
 
@@ -427,7 +451,44 @@ class RayBackend:
             shard.remember(ctx.round, table)  # the driver's copy, for respawns
         return list(tables)
 
-    async def _play(self, index: int, ctx: RoundContext, emit: Emit | None) -> pa.Table:
+    async def _plan(self, ctx: RoundContext) -> dict[int, Routes]:
+        """The round's plan over the model actors alive, as each shard's routes: every shard
+        reports its distinct prompts, each distinct prompt goes to exactly one engine
+        (`cluster_plan.plan_round`). {} (each shard walks on its own node's engine) with one
+        engine, outside distribution mode, or when a shard cannot report (its actor died: it
+        is respawned when it plays)."""
+        alive = set(self.nodes)
+        engines = [i for i, slot in enumerate(self.slots) if slot.node in alive]
+        if len(engines) < 2 or not self.engine_draws:
+            return {}
+        from ray.exceptions import RayActorError
+
+        try:
+            reports = await asyncio.gather(*(a.report.remote(ctx) for a in self.actors))
+        except RayActorError:
+            return {}
+        if any(r is None for r in reports):
+            return {}
+        rows = pd.concat(reports, ignore_index=True)
+        plan = plan_round(rows, len(engines))
+        self.plans[ctx.round] = plan
+        return shard_routes(plan, rows, engines)
+
+    async def engine_work(self, round_number: int) -> list[dict[str, Any]]:
+        """What each model actor did in round `round_number` (`results.layout.ENGINE_WORK_FIELDS`),
+        engines in order; [] outside distribution mode (nothing is walked there) and for an
+        engine that stays dead."""
+        if not self.engines or not self.engine_draws:
+            return []
+        answers = await asyncio.gather(
+            *(e.work.remote(round_number, i) for i, e in enumerate(self.engines)),
+            return_exceptions=True,
+        )
+        return [a for a in answers if isinstance(a, dict)]
+
+    async def _play(
+        self, index: int, ctx: RoundContext, emit: Emit | None, routes: Routes | None = None
+    ) -> pa.Table:
         from ray.exceptions import RayActorError
 
         shard = self.shards[index]
@@ -435,7 +496,7 @@ class RayBackend:
             if emit is not None:
                 emit(ShardProgress(round=ctx.round, shard=index, agents=len(shard)))
             try:
-                table, progress = await self.actors[index].play.remote(ctx)
+                table, progress = await self.actors[index].play.remote(ctx, routes)
                 if self.shard_sink is not None:
                     await self.shard_sink(ctx.round, index, table)
                 if emit is not None:
@@ -477,6 +538,8 @@ class RayBackend:
         if self.placement_kind is not None:
             described["model_placement"] = self.placement_kind
             described["model_actors"] = len(self.engines)
+            if len(self.engines) > 1 and self.engine_draws:
+                described["division"] = "one plan per round: each distinct prompt on one engine"
         return described
 
     async def close(self) -> None:

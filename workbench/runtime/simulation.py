@@ -50,6 +50,7 @@ from workbench.runtime.backend import Backend, make_backend
 from workbench.runtime.blocking import run_blocking
 from workbench.runtime.estimate import RunEstimate, estimate_run
 from workbench.runtime.events import (
+    EngineWork,
     Event,
     EventBus,
     RoundFinished,
@@ -449,6 +450,10 @@ class Simulation:
                 start = time.perf_counter()
                 ctx = RoundContext.of(cfg, number, targets)
                 tables = await backend.play_round(ctx, emit)
+                work = await backend.engine_work(number)
+                if work:
+                    writer.record_engine_work(number, work)
+                    emit(EngineWork(round=number, engines=work))
                 if backend.describe() != described:  # e.g. a respawned Ray actor
                     described = backend.describe()
                     writer.record(backend=described)
