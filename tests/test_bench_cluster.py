@@ -1,6 +1,6 @@
-"""`workbench bench cluster` (issue 38, first step): one real run, its rounds' prompts rebuilt and
-counted per engine under today's division by shards and under the plan. Numbers are reported,
-not asserted; the counts' invariants are."""
+"""`workbench bench cluster` (issue 38): one real run, its rounds' prompts rebuilt and counted per
+engine under the division by shard and under the plan, and (`--ray`) the plan as a Ray cluster
+executes it. Numbers are reported, not asserted; the counts' invariants are."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_cluster_bench_counts_every_distinct_prompt_once_under_the_plan(
             k = cluster["nodes"]
             size = -(-200 // (2 * k))  # two shards a node, as on Ray (32 nodes: 50 of 4 agents)
             assert cluster["shards"] == -(-200 // size)
-            for how in ("today", "plan"):
+            for how in ("by_shard", "plan"):
                 engines = cluster[how]["engines"]
                 assert len(engines) == k
                 for engine in engines:
@@ -41,17 +41,17 @@ def test_cluster_bench_counts_every_distinct_prompt_once_under_the_plan(
                     assert 0 <= engine["prefix_tokens"] <= engine["tokens"]
                 assert sum(e["agents"] for e in engines) >= 200
             walked_plan = sum(e["prompts"] for e in cluster["plan"]["engines"])
-            walked_today = sum(e["prompts"] for e in cluster["today"]["engines"])
+            walked_today = sum(e["prompts"] for e in cluster["by_shard"]["engines"])
             assert walked_plan == cluster["plan"]["walked"] == distinct
-            assert walked_today == cluster["today"]["walked"] >= distinct
+            assert walked_today == cluster["by_shard"]["walked"] >= distinct
             assert sum(e["agents"] for e in cluster["plan"]["engines"]) == 200
-            assert sum(e["agents"] for e in cluster["today"]["engines"]) == 200
+            assert sum(e["agents"] for e in cluster["by_shard"]["engines"]) == 200
     # round 1's distinct prompts are the personas; every shard holds several, so with one
     # engine per two shards today's division walks most of them on every engine
     personas = bundle.personas()
     first = data["rounds"][0]
     assert first["distinct_prompts"] == personas["persona"].nunique()
-    assert first["clusters"][0]["today"]["walked"] > first["distinct_prompts"]
+    assert first["clusters"][0]["by_shard"]["walked"] > first["distinct_prompts"]
 
     # what the bench counts as shard rows is what each shard's own grouping reports
     cfg = bundle.config
@@ -72,7 +72,7 @@ def test_cluster_bench_counts_every_distinct_prompt_once_under_the_plan(
         assert dict(zip(mine["key"], mine["agents"].tolist(), strict=True)) == own
 
     text = report_text(report)
-    assert "round 2:" in text and "not yet executed by the Ray backend" in text
+    assert "round 2:" in text and "every K is counted, not run" in text
     assert "projection" in text
 
 
@@ -105,3 +105,29 @@ def test_bench_cluster_command_names_a_bad_option(tmp_path) -> None:
 
     result = in_process(["bench", "cluster", "--nodes", "two"], cwd=tmp_path)
     assert_user_error(result, "--nodes: give engine counts of 1 or more")
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_ray_run_walks_what_the_bench_planned_with_the_local_answers(
+    ray_cluster, embedded_model, tmp_path
+) -> None:
+    from workbench.bench.cluster import _ray_count, cluster_bench, report_text
+    from workbench.bench.cluster_ray import ray_run
+    from workbench.results import Bundle
+
+    report = cluster_bench(n=64, rounds=2, nodes=["2"], out=tmp_path, model=embedded_model)
+    local = Bundle.open(report.bundle)
+    run = ray_run(local.config, ray_cluster.address, local, tmp_path / "ray")  # two nodes
+    assert run.nodes == 2 and run.identical
+    for counted in report.rounds:
+        cluster = next(c for c in counted.clusters if c.nodes == 2)
+        assert cluster.shards == run.shards  # the bench cut the shards as Ray did
+        cluster.ray = _ray_count(run, counted, cluster)
+        assert cluster.ray.matches_plan  # each engine walked exactly the prompts planned for it
+        assert cluster.ray.walked == counted.distinct_prompts
+        assert sum(e["agents"] for e in cluster.ray.engines) == 64
+        assert all(0 < e["nodes"] <= e["visits"] for e in cluster.ray.engines)
+    text = report_text(report)
+    assert "K = 2 also run on a local Ray cluster" in text
+    assert "as planned: yes" in text and "answers identical to the local run's: yes" in text

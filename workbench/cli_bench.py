@@ -126,16 +126,22 @@ def bench_cluster(
     seed: Annotated[int | None, typer.Option(help="override the config's seed")] = None,
     out: Annotated[Path | None, typer.Option(help="keep the bundle here (default: temp)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    ray: Annotated[
+        bool,
+        typer.Option(
+            "--ray", help="also play it on a K-node local Ray cluster here, for each K up to 8"
+        ),
+    ] = False,
 ) -> None:
     """One plan per round for K engines against today's division by shards: the config played
     once locally (the quickstart by default), each round's distinct prompts rebuilt from the
-    bundle and counted per engine both ways, with a projected round time (counts and
-    projections: the plan is not yet executed by the Ray backend)."""
+    bundle and counted per engine both ways, with a projected round time; with --ray the plan
+    executed on a K-node local Ray cluster, each engine's work measured."""
     import json
 
     from workbench.bench.cluster import cluster_bench, report_dict, report_text
 
-    report = cluster_bench(config, n=n, rounds=rounds, nodes=nodes, seed=seed, out=out)
+    report = cluster_bench(config, n=n, rounds=rounds, nodes=nodes, seed=seed, out=out, ray=ray)
     typer.echo(json.dumps(report_dict(report), indent=1) if as_json else report_text(report))
 
 

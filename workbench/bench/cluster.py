@@ -12,7 +12,7 @@ them for K nodes (`backend.shard_size(n, K)`: the config's agents_per_shard, els
 shards_per_node, else two shards a node), each shard reports its distinct prompts
 (`runtime.cluster_plan.REPORT_COLUMNS`), and two divisions are counted:
 
-- today: engine i % K walks every distinct prompt of shards i, i + K, ... (`shard_division`:
+- by shard: engine i % K walks every distinct prompt of shards i, i + K, ... (`shard_division`:
   `model_placement: node`, shard actors round-robin over the nodes, one engine a node);
 - plan: each distinct prompt on exactly one engine (`plan_round`).
 
@@ -40,6 +40,7 @@ import pandas as pd
 
 from workbench.agents.prompts import Prompts
 from workbench.agents.shard import AgentShard, RoundContext
+from workbench.bench.cluster_ray import RayRun, local_ray_cluster, ray_run
 from workbench.bench.embedded import bench_config, embedded_model, on_backend
 from workbench.config import RunConfig
 from workbench.errors import ConfigError
@@ -58,13 +59,16 @@ DEFAULT_ROUNDS = 3
 DEFAULT_NODES = (2, 4, 8)
 ON_PAPER = 32
 """Always counted: the paper's 32 GPUs."""
+RAY_MOST = 8
+"""`--ray` plays the config on a local Ray cluster for each K up to this (K nodes of one
+machine share its cores)."""
 
 FOOTER = (
-    "today: engine i % K walks the distinct prompts of shards i, i+K, ... (model_placement: "
-    "node, the Ray backend as it is); plan: each distinct prompt on one engine "
+    "by shard: engine i % K walks the distinct prompts of shards i, i+K, ... (each shard on its "
+    "own node's engine: the Ray backend before the plan); plan: each distinct prompt on one engine "
     "(runtime.cluster_plan).",
-    "The plan is not yet executed by the Ray backend: these are counts from the local run's "
-    "prompts.",
+    "ray (--ray): the plan as a K-node Ray cluster on this machine executed it, counted by each "
+    "model actor; without it, counts from the local run's prompts.",
     "projected s = the round's measured seconds x the largest engine's distinct-prefix tokens / "
     "the round's: a projection at this machine's rate, never a measurement (trie nodes and "
     "draws assumed to scale alike, no network).",
@@ -125,13 +129,27 @@ class Count:
 
 
 @dataclass
+class RayCount(Count):
+    """The plan as a K-node Ray run executed it: each engine's measured work (its nodes are
+    the trie nodes its model scored), whether each engine walked exactly the plan's prompts,
+    the nodes scored over all engines / the local run's, and whether the answers are the local
+    run's."""
+
+    matches_plan: bool = False
+    nodes_over_local: float = 0.0
+    identical: bool = False
+
+
+@dataclass
 class ClusterCount:
-    """One K of one round: its shards, today's division and the plan."""
+    """One K of one round: its shards, the division by shard, the plan, and the plan as a K-node
+    Ray run executed it (`--ray`)."""
 
     nodes: int
     shards: int
-    today: Count
+    by_shard: Count
     plan: Count
+    ray: RayCount | None = None
 
 
 @dataclass
@@ -188,10 +206,12 @@ def cluster_bench(
     seed: int | None = None,
     out: Path | None = None,
     model: LlamaCppModel | None = None,
+    ray: bool = False,
 ) -> ClusterReport:
     """Play the config once locally and count each round's divisions (see the module); the
     bundle goes to `out` (kept) or a temporary folder. `model`: the embedded model to use
-    (default: the config's, loaded here)."""
+    (default: the config's, loaded here). `ray`: also play it on a K-node local Ray cluster
+    for each K up to `RAY_MOST` (`bench.cluster_ray`) and count what its engines did."""
     ks = parse_nodes(nodes)
     if rounds < 1:
         raise ConfigError(f"--rounds: play at least one round, got {rounds}")
@@ -212,6 +232,12 @@ def cluster_bench(
             _count_round(bundle, number, engine, sizes, *measured[number - 1])
             for number in range(1, bundle.rounds_count + 1)
         ]
+        for k in [k for k in ks if k <= RAY_MOST] if ray else []:
+            with local_ray_cluster(k) as address:
+                run = ray_run(config, address, bundle, folder)
+            for round_count in counted:
+                cluster = next(c for c in round_count.clusters if c.nodes == k)
+                cluster.ray = _ray_count(run, round_count, cluster)
         kept = str(bundle.path) if out is not None else None
     return ClusterReport(
         config.name,
@@ -278,14 +304,14 @@ def _count_round(
     rate = counted.s_per_prefix_token
     for k, size in sizes.items():
         rows = found.report(size)
-        today = _count("today", shard_division(rows, k), tokens, rate)
+        by_shard = _count("by shard", shard_division(rows, k), tokens, rate)
         plan = _count("plan", plan_round(rows, k), tokens, rate)
-        counted.clusters.append(ClusterCount(k, int(rows["shard"].max()) + 1, today, plan))
+        counted.clusters.append(ClusterCount(k, int(rows["shard"].max()) + 1, by_shard, plan))
     return counted
 
 
 def _count(how: str, division: Division, tokens: dict[str, tuple[int, ...]], rate: float) -> Count:
-    """A division as the bench reports it (`how`: today or plan), each engine's
+    """A division as the bench reports it (`how`: by shard or plan), each engine's
     distinct-prefix tokens added."""
     engines = [
         {
@@ -309,10 +335,42 @@ def _count(how: str, division: Division, tokens: dict[str, tuple[int, ...]], rat
     )
 
 
+def _ray_count(run: RayRun, counted: RoundCount, cluster: ClusterCount) -> RayCount:
+    """Round `counted.round` of a K-node Ray run, beside the plan the bench made for it."""
+    engines = [
+        {
+            "prompts": int(row["prompts"]),
+            "nodes": int(row["nodes"]),
+            "tokens": int(row["prompt_tokens"]),
+            "visits": int(row["visits"]),
+            "agents": int(row["agents"]),
+            "seconds": float(row["seconds"]),
+        }
+        for row in run.engines.get(counted.round, [])
+    ]
+    planned = [(e["prompts"], e["tokens"]) for e in cluster.plan.engines]
+    matches = [(e["prompts"], e["tokens"]) for e in engines] == planned
+    walked = sum(e["prompts"] for e in engines)
+    distinct = counted.distinct_prompts or 1
+    nodes = sum(e["nodes"] for e in engines)
+    return RayCount(
+        "ray",
+        engines,
+        walked,
+        walked / distinct,
+        max((e["prompts"] for e in engines), default=0) / distinct,
+        max((e["tokens"] for e in engines), default=0) / (counted.tokens or 1),
+        cluster.plan.projected_s if matches else float("nan"),
+        matches_plan=matches,
+        nodes_over_local=nodes / counted.nodes_evaluated if counted.nodes_evaluated else 0.0,
+        identical=run.identical,
+    )
+
+
 def report_dict(report: ClusterReport) -> dict[str, Any]:
     """The report as plain data (`--json`): per round `round`, `distinct_prompts` and, per K
-    (`clusters`), `today` and `plan` each with `engines` ({prompts, nodes, tokens,
-    prefix_tokens, agents}; nodes None: not measured per engine)."""
+    (`clusters`), `by_shard`, `plan` and (with --ray) `ray`, each with `engines` ({prompts,
+    nodes, tokens, ...}; nodes None where not measured per engine: only `ray` measures them)."""
     data = asdict(report)
     for counted, row in zip(report.rounds, data["rounds"], strict=True):
         row["s_per_prefix_token"] = counted.s_per_prefix_token
@@ -327,8 +385,7 @@ def report_text(report: ClusterReport) -> str:
         f"bench cluster: config {report.config}, {report.n_agents:,} agents, "
         f"{report.rounds_played} round(s), seed {report.seed}; played once on the local backend "
         f"({report.local_shards} shard(s)) with {report.model}",
-        f"shards for K nodes: {report.shards_rule}; every K is counted, not run "
-        f"(K = {ON_PAPER} on paper)",
+        f"shards for K nodes: {report.shards_rule}; {_what_ran(report)}",
     ]
     for counted in report.rounds:
         lines += _round_lines(counted)
@@ -336,6 +393,15 @@ def report_text(report: ClusterReport) -> str:
         lines.append(f"bundle: {report.bundle}")
     lines += ["", *FOOTER]
     return "\n".join(lines)
+
+
+def _what_ran(report: ClusterReport) -> str:
+    """Which K were only counted and which also ran on a local Ray cluster."""
+    ran = sorted({c.nodes for r in report.rounds for c in r.clusters if c.ray is not None})
+    if not ran:
+        return f"every K is counted, not run (K = {ON_PAPER} on paper)"
+    listed = ", ".join(str(k) for k in ran)
+    return f"K = {listed} also run on a local Ray cluster (ray rows); K = {ON_PAPER} on paper"
 
 
 def _round_lines(counted: RoundCount) -> list[str]:
@@ -351,16 +417,37 @@ def _round_lines(counted: RoundCount) -> list[str]:
         f"{'largest':>8} {'ideal':>6} {'tok share':>9} {'projected s':>11}",
     ]
     for cluster in counted.clusters:
-        for count in (cluster.today, cluster.plan):
+        for count in _counts(cluster):
             lines.append(
                 f"{cluster.nodes:>3} {count.how:<8} {cluster.shards:>6} {count.walked:>8,} "
                 f"{count.over_distinct:>6.2f}x {count.largest_share:>8.3f} "
                 f"{1 / cluster.nodes:>6.3f} {count.largest_token_share:>9.3f} "
                 f"{count.projected_s:>11.2f}"
             )
-        for count in (cluster.today, cluster.plan):
+        for count in (cluster.by_shard, cluster.plan):
             prompts = " ".join(str(e["prompts"]) for e in count.engines)
             tokens = " ".join(str(e["prefix_tokens"]) for e in count.engines)
-            lines.append(f"      {count.how:<6} prompts per engine: {prompts}")
-            lines.append(f"      {count.how:<6} distinct-prefix tokens per engine: {tokens}")
+            lines.append(f"      {count.how:<8} prompts per engine: {prompts}")
+            lines.append(f"      {count.how:<8} distinct-prefix tokens per engine: {tokens}")
+        if cluster.ray is not None:
+            lines += _ray_lines(cluster.ray)
     return lines
+
+
+def _counts(cluster: ClusterCount) -> list[Count]:
+    """The divisions of one K in the order the table shows them."""
+    ray = [] if cluster.ray is None else [cluster.ray]
+    return [cluster.by_shard, cluster.plan, *ray]
+
+
+def _ray_lines(ray: RayCount) -> list[str]:
+    """What a K-node Ray run's engines did, below its table row."""
+    prompts = " ".join(str(e["prompts"]) for e in ray.engines)
+    nodes = " ".join(str(e["nodes"]) for e in ray.engines)
+    yes = {True: "yes", False: "NO"}
+    return [
+        f"      ray      prompts per engine (measured): {prompts}; trie nodes scored: {nodes}",
+        f"      ray      as planned: {yes[ray.matches_plan]}; nodes over all engines "
+        f"{ray.nodes_over_local:.3f}x the local run's; answers identical to the local run's: "
+        f"{yes[ray.identical]}",
+    ]
