@@ -24,7 +24,7 @@ from pane_text import live_markup, markup, text_of
 from run_configs import run_config
 
 from workbench.results import Bundle
-from workbench.results.layout import EVENTS_FILE
+from workbench.results.layout import ENGINE_WORK_FIELDS, EVENTS_FILE
 from workbench.runs.shards import ENGINE_COLUMNS
 from workbench.runtime import Simulation
 from workbench.ui.cluster_monitor import CSS_CLASSES, NO_ENGINE_WORK, ClusterMonitor
@@ -109,6 +109,7 @@ def test_a_ray_runs_engines_are_tabled_newest_round_first(tmp_path: Path) -> Non
 
     engines = monitor.engines
     assert tuple(engines.columns) == ENGINE_COLUMNS
+    assert set(ENGINE_COLUMNS) == {"run_id", *ENGINE_WORK_FIELDS, "share", "address"}
     assert engines[["round", "engine"]].values.tolist() == [[3, 0], [3, 1], [2, 0], [2, 1]]
     assert engines["prompts"].tolist() == [60, 40, 41, 40]
     assert engines["node"].tolist() == [NODES[0], "<b>node</b>"] * 2

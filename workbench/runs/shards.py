@@ -42,8 +42,13 @@ SHARD_COLUMNS: tuple[str, ...] = tuple(
 )
 """Columns of `shard_actors()`: one row per shard of each run shown (see its docstring)."""
 
-ENGINE_COLUMNS: tuple[str, ...] = ("run_id", *ENGINE_WORK_FIELDS, "address", "share")
-"""Columns of `engine_work()`: one row per model engine and round of each run shown."""
+ENGINE_COLUMNS: tuple[str, ...] = tuple(
+    "run_id round engine prompts share prompt_tokens nodes visits agents seconds node "
+    "address".split()
+)
+"""Columns of `engine_work()`: one row per model engine and round of each run shown, the
+recorded fields (`results.layout.ENGINE_WORK_FIELDS`) with the engine's `share` beside its
+prompts and the node's `address` after its id (a long one, last)."""
 
 MB = 1024**2
 

@@ -361,7 +361,10 @@ class ClusterMonitor(pn.viewable.Viewer):
                 self.param.engines,
                 "engines",
                 page_size=20,
-                formatters={c: NumberFormatter(format=f) for c, f in ENGINE_FORMATS.items()},
+                formatters={
+                    c: NumberFormatter(format=f, text_align="right")
+                    for c, f in ENGINE_FORMATS.items()
+                },
             ),
             pn.pane.Markdown("### Models and endpoints"),
             table(self.param.endpoints, "endpoints"),
