@@ -14,6 +14,7 @@ from engine_bundle import NODES, engine_rows, write_engine_bundle
 from workbench.cli_tables import engine_line, engine_work_text
 from workbench.results import Bundle, BundleWriter
 from workbench.results.engine_table import (
+    ENGINE_SUMS,
     ROUND_SUM_COLUMNS,
     engine_totals,
     largest_share,
@@ -75,17 +76,7 @@ def test_bundles_show_text(work) -> None:
     assert text is not None
     lines = text.splitlines()
     assert lines[0] == "work per model engine over 3 round(s):"
-    assert lines[1].split() == [
-        "engine",
-        "node",
-        "rounds",
-        "prompts",
-        "prompt_tokens",
-        "nodes",
-        "visits",
-        "agents",
-        "seconds",
-    ]
+    assert lines[1].split() == ["engine", "node", "rounds", *ENGINE_SUMS]
     assert lines[2].split() == ["0", NODES[0][:8], "3", "102", "24942", "635", "685", "422", "9.00"]
     assert lines[3].split() == ["1", NODES[1][:8], "3", "80", "19700", "528", "560", "178", "6.50"]
     assert lines[4].split() == ["total", "3", "182", "44642", "1163", "1245", "600", "15.50"]
