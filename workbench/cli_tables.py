@@ -163,7 +163,7 @@ def engine_line(round_number: int, engines: Sequence[Mapping[str, Any]]) -> str:
     from workbench.results.engine_table import count, largest_share, seconds
 
     parts = [
-        f"{e.get('engine')}: {count(e.get('prompts')):,} prompts "
+        f"{count(e.get('engine'))}: {count(e.get('prompts')):,} prompts "
         f"{count(e.get('prompt_tokens')):,} tok {count(e.get('nodes')):,} nodes "
         f"{seconds(e.get('seconds')):.1f} s"
         for e in engines
