@@ -14,6 +14,7 @@ from workbench.cli_tables import (
     RoundTable,
     as_written,
     bar_wanted,
+    engine_work_text,
     fork_note,
     invariance_note,
     number,
@@ -82,7 +83,9 @@ def bundles_list(
 
 @bundles_app.command("show")
 def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")]) -> None:
-    """Show a bundle's status, model, config summary and round table."""
+    """Show a bundle's status, model, config summary and round table, and the work per model
+    engine when the run recorded it (a Ray run's model actors): per engine over the rounds, per
+    round over the engines with the largest engine's share."""
     from workbench.results import Bundle
     from workbench.results.reproduction import build_reach
     from workbench.results.run_statuses import resume_hint
@@ -128,6 +131,9 @@ def bundles_show(bundle: Annotated[Path, typer.Argument(help="bundle directory")
     typer.echo(table.header())
     for row in frame.to_dict("records"):
         typer.echo(table.row(row))
+    work = engine_work_text(b.engine_work())
+    if work is not None:
+        typer.echo(work)
     if b.exact_rounds:  # output.exact_distributions: each group's exact mean beside its draws
         columns = [c for c in b.personas().columns if c not in ("agent_id", "persona")]
         number, by = b.exact_rounds[-1], cfg.game.group_by or columns[0]

@@ -45,11 +45,20 @@ def runs_follow(
         float | None, typer.Option(help="give up after this many seconds (default: never)")
     ] = None,
 ) -> None:
-    """Print RUN's events as they come until it ends; exit 0 when it completed, 1 otherwise."""
+    """Print RUN's events as they come until it ends; exit 0 when it completed, 1 otherwise.
+    A round whose model engines recorded their work (a Ray run's model actors) gets a line
+    with each engine's prompts, prompt tokens, nodes and seconds and the largest share."""
+    from workbench.cli_tables import engine_line
     from workbench.results.run_statuses import UNKNOWN, RunStatus
     from workbench.runs.follower import follow
     from workbench.runs.launch_states import resolve_run
-    from workbench.runtime.events import RoundFinished, RunFinished, RunStarted, ShardProgress
+    from workbench.runtime.events import (
+        EngineWork,
+        RoundFinished,
+        RunFinished,
+        RunStarted,
+        ShardProgress,
+    )
 
     bundle = resolve_run(run, results)
     status: str = UNKNOWN
@@ -65,6 +74,8 @@ def runs_follow(
             elif isinstance(event, RoundFinished):
                 mean, target = event.stats.get("mean"), event.stats.get("target")
                 line = f"round {event.round} done: mean {mean}, target {target}"
+            elif isinstance(event, EngineWork):
+                line = engine_line(event.round, event.engines)
             elif isinstance(event, RunFinished):
                 status = event.status
                 line = f"{event.status} after {event.rounds_done} rounds" + (

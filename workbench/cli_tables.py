@@ -1,10 +1,11 @@
 """The CLI's text tables: a frame as aligned text, the round table (live and in `bundles
-show`), and the line a run on a server that is not batch invariant ends with."""
+show`), the work per model engine (`bundles show`'s tables, `runs follow`'s line per round),
+and the line a run on a server that is not batch invariant ends with."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workbench.results.round_table import COUNTS, ROUND_TABLE
@@ -115,3 +116,57 @@ def fork_note(fork: Mapping[str, Any] | None) -> str | None:
     if label is None:
         return None
     return f"a fork of {label}" + (f" ({fork['path']})" if fork and fork.get("path") else "")
+
+
+NODE_SHOWN = 8
+"""How many characters of an engine's node id the CLI shows (a Ray node id has 56; its first 8
+tell a cluster's nodes apart, the Cluster tab shows them whole)."""
+
+
+def engine_work_text(work: pd.DataFrame) -> str | None:
+    """`bundles show`'s work per model engine (a `Bundle.engine_work()` frame): per engine its
+    sums over the rounds and a total line, then per round the sums over the engines and the
+    largest engine's share of the round's prompts. None when the run recorded none (a local
+    run)."""
+    from workbench.results.engine_table import engine_totals, round_sums
+
+    if not len(work):
+        return None
+    engines = engine_totals(work).astype({"engine": str})
+    engines["node"] = engines["node"].map(
+        lambda nodes: ", ".join(n[:NODE_SHOWN] for n in str(nodes).split(", "))
+    )
+    rounds = round_sums(work)
+    total = {"engine": "total", "node": "", "rounds": len(rounds)}
+    total |= {name: engines[name].sum() for name in engines.columns if name not in total}
+    engines.loc[len(engines)] = total
+    rounds["largest_share"] = rounds["largest_share"].map(_share)
+    return "\n".join(
+        [
+            f"work per model engine over {len(rounds)} round(s):",
+            text_table(engines),
+            "per round, summed over the engines (largest share: the busiest engine's part of "
+            "the round's prompts):",
+            text_table(rounds),
+        ]
+    )
+
+
+def _share(value: float) -> str:
+    """A share with DECIMALS decimals, "-" when there is none (no prompts walked)."""
+    return "-" if value != value else number(value)
+
+
+def engine_line(round_number: int, engines: Sequence[Mapping[str, Any]]) -> str:
+    """`runs follow`'s line for an `engine_work` event: each engine's prompts, prompt tokens,
+    nodes scored and seconds, and the largest engine's share of the round's prompts."""
+    from workbench.results.engine_table import count, largest_share, seconds
+
+    parts = [
+        f"{count(e.get('engine'))}: {count(e.get('prompts')):,} prompts "
+        f"{count(e.get('prompt_tokens')):,} tok {count(e.get('nodes')):,} nodes "
+        f"{seconds(e.get('seconds')):.1f} s"
+        for e in engines
+    ]
+    share = _share(largest_share([e.get("prompts") for e in engines]))
+    return f"round {round_number} engines: {' | '.join([*parts, f'largest share {share}'])}"

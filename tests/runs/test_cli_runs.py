@@ -75,6 +75,7 @@ def test_runs_list_follow_and_cancel_a_finished_run(config_file: Path, tmp_path:
     lines = followed.stdout.splitlines()
     assert lines[0] == "started r1: 6 agents, 2 rounds"
     assert "round 2 done: mean" in followed.stdout and lines[-1] == "complete after 2 rounds"
+    assert " engines: " not in followed.stdout  # a local run records no engine work
 
     refused = in_process(["runs", "cancel", "r1", "--results", out], tmp_path)
     assert_user_error(refused, "no launch record", "Ctrl-C")

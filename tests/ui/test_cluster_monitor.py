@@ -2,11 +2,13 @@
 launched run cancelled from the monitor (a run started from a shell is shown but
 not cancelled), the test Ray cluster's nodes, a Ray
 address that does not answer, and the page it builds (with the css classes the browser tests
-find)."""
+find); a Ray run's work per model engine (a bundle written by hand, tests/engine_bundle.py),
+its texts from files escaped."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -17,11 +19,15 @@ from pathlib import Path
 
 import panel as pn
 import pytest
+from engine_bundle import NODES, write_engine_bundle
+from pane_text import live_markup, markup, text_of
 from run_configs import run_config
 
 from workbench.results import Bundle
+from workbench.results.layout import ENGINE_WORK_FIELDS, EVENTS_FILE
+from workbench.runs.shards import ENGINE_COLUMNS
 from workbench.runtime import Simulation
-from workbench.ui.cluster_monitor import CSS_CLASSES, ClusterMonitor
+from workbench.ui.cluster_monitor import CSS_CLASSES, NO_ENGINE_WORK, ClusterMonitor
 
 SLOW_CONFIG = """\
 name: slow
@@ -87,6 +93,49 @@ def test_the_page_builds_with_its_css_classes(one_run_results_dir):
     ]
     assert cancel.disabled  # no running run
     assert monitor._periodic is None  # no periodic refresh outside a served page or notebook
+
+
+HOSTILE_RUN = "<img src=x onerror=window.__pwned=1> [x](javascript:alert(1)) **b**"
+"""A run id planted in a bundle's events (the manifest's is checked, the events' are not)."""
+
+
+def test_a_ray_runs_engines_are_tabled_newest_round_first(tmp_path: Path) -> None:
+    bundle = write_engine_bundle(tmp_path, nodes=(NODES[0], "<b>node</b>"))
+    events = bundle / EVENTS_FILE
+    planted = events.read_text(encoding="utf-8").replace('"ray-run"', json.dumps(HOSTILE_RUN))
+    events.write_text(planted, encoding="utf-8")
+    monitor = ClusterMonitor(results_dir=str(tmp_path), engine_rounds=2)
+    asyncio.run(monitor.refresh())
+
+    engines = monitor.engines
+    assert tuple(engines.columns) == ENGINE_COLUMNS
+    assert set(ENGINE_COLUMNS) == {"run_id", *ENGINE_WORK_FIELDS, "share", "address"}
+    assert engines[["round", "engine"]].values.tolist() == [[3, 0], [3, 1], [2, 0], [2, 1]]
+    assert engines["prompts"].tolist() == [60, 40, 41, 40]
+    assert engines["node"].tolist() == [NODES[0], "<b>node</b>"] * 2
+    assert engines["share"].tolist() == pytest.approx([0.6, 0.4, 41 / 81, 40 / 81])
+    assert set(engines["run_id"]) == {HOSTILE_RUN}
+    summary = (
+        f"{HOSTILE_RUN} round 3: 100 prompts, 25,000 prompt tokens, 700 nodes scored on "
+        "2 engine(s); largest share 0.60 (ideal 0.50)"
+    )
+    assert monitor.engine_lines == summary
+
+    page = monitor.__panel__()
+    (table,) = [
+        t for t in page.select(pn.widgets.Tabulator) if CSS_CLASSES["engines"] in t.css_classes
+    ]
+    assert table.value["prompts"].tolist() == [60, 40, 41, 40]
+    assert table.formatters["share"].format == "0.00"
+    drawn = [fragment for _, fragment in markup(page)]
+    assert [live for f in drawn if (live := live_markup(f))] == []
+    assert any(text_of(f) == summary for f in drawn)  # the run id reads as the text it is
+
+
+def test_a_local_run_has_no_engine_work(one_run_results_dir):
+    monitor = ClusterMonitor(results_dir=str(one_run_results_dir))
+    asyncio.run(monitor.refresh())
+    assert monitor.engines.empty and monitor.engine_lines == NO_ENGINE_WORK
 
 
 def test_no_idle_actors_is_said(one_run_results_dir):

@@ -1,9 +1,9 @@
 """The one reader of a run's `events.jsonl`: `RunFollower` folds the lines appended since its
 last poll into a `RunState` (plus what the monitor wants per shard: when its round started, its
-last node, pid and memory, its rounds done). `run_state` is one poll from the start, `follow`
-yields the events as they come. A page that refreshes every second reads a long run's events
-once; the status of the run is `RunState.true_status` (the one status,
-`results.current_status`).
+last node, pid and memory, its rounds done; and per round the work of each model engine).
+`run_state` is one poll from the start, `follow` yields the events as they come. A page that
+refreshes every second reads a long run's events once; the status of the run is
+`RunState.true_status` (the one status, `results.current_status`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from workbench.results import read_events
 from workbench.results.layout import EVENTS_FILE
 from workbench.results.run_statuses import RunStatus
 from workbench.runtime.events import (
+    EngineWork,
     Event,
     RunFinished,
     RunStarted,
@@ -55,14 +57,17 @@ class ShardTrack:
 
 @dataclass
 class RunFollower:
-    """A bundle's events folded as they are appended: its `RunState`, its backend and, per
-    shard, a `ShardTrack`. `poll()` reads only the lines appended since the last call (from
-    the start again if the file shrank, as a resume rewrites a partial last line)."""
+    """A bundle's events folded as they are appended: its `RunState`, its backend, per shard a
+    `ShardTrack` and per round its model engines' work (`engines`: round -> the `engine_work`
+    event's rows, the latest try of the round; none for a local run). `poll()` reads only the
+    lines appended since the last call (from the start again if the file shrank, as a resume
+    rewrites a partial last line)."""
 
     bundle: Path
     state: RunState = field(default_factory=RunState)
     backend: str | None = None
     shards: dict[int, ShardTrack] = field(default_factory=dict)
+    engines: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     offset: int = 0
 
     def __post_init__(self) -> None:
@@ -76,6 +81,7 @@ class RunFollower:
             return
         if size < self.offset:
             self.state, self.backend, self.shards, self.offset = RunState(), None, {}, 0
+            self.engines = {}
             self.state.bundle = self.bundle
 
     def events(self) -> list[Event]:
@@ -90,6 +96,10 @@ class RunFollower:
             self.state.apply(event)
             if isinstance(event, RunStarted):
                 self.backend = event.backend
+                kept = event.resumed_after  # the rounds after it are played again
+                self.engines = {r: rows for r, rows in self.engines.items() if r <= kept}
+            elif isinstance(event, EngineWork):
+                self.engines[event.round] = [dict(row) for row in event.engines]
             elif isinstance(event, ShardProgress):
                 track = self.shards.get(event.shard)
                 if track is None:

@@ -2,7 +2,8 @@
 the runs' own events (every backend reports each shard's progress, node, pid and memory there,
 read by the one events reader, `runs.follow.RunFollower`), with CPU and memory measured
 (`runs.processes`) while the run is running on this host. A local run shows as well as a Ray
-run, and a restarted dashboard shows the truth.
+run, and a restarted dashboard shows the truth. The same runs' work per model engine, round by
+round, comes from the same events (`engine_work`: a Ray run's model actors report it).
 """
 
 from __future__ import annotations
@@ -17,13 +18,22 @@ from typing import Any
 import pandas as pd
 
 from workbench.results import list_bundles
+from workbench.results.engine_table import count, shares
+from workbench.results.layout import ENGINE_WORK_FIELDS
 from workbench.results.run_statuses import RunStatus
 from workbench.runs.cluster import node_addresses, this_host_addresses
 from workbench.runs.follower import RunFollower
 from workbench.runs.processes import process_usage
 from workbench.runtime.events import ShardState
 
-__all__ = ["SHARD_COLUMNS", "running_runs", "shard_actors", "shown_state"]
+__all__ = [
+    "ENGINE_COLUMNS",
+    "SHARD_COLUMNS",
+    "engine_work",
+    "running_runs",
+    "shard_actors",
+    "shown_state",
+]
 
 SHARD_COLUMNS: tuple[str, ...] = tuple(
     "run_id run_status backend shard node address pid agents state round rounds_done "
@@ -31,6 +41,14 @@ SHARD_COLUMNS: tuple[str, ...] = tuple(
     "updated_at".split()
 )
 """Columns of `shard_actors()`: one row per shard of each run shown (see its docstring)."""
+
+ENGINE_COLUMNS: tuple[str, ...] = tuple(
+    "run_id round engine prompts share prompt_tokens nodes visits agents seconds node "
+    "address".split()
+)
+"""Columns of `engine_work()`: one row per model engine and round of each run shown, the
+recorded fields (`results.layout.ENGINE_WORK_FIELDS`) with the engine's `share` beside its
+prompts and the node's `address` after its id (a long one, last)."""
 
 MB = 1024**2
 
@@ -147,6 +165,28 @@ def shard_actors(results_dir: str | Path, *, recent: int = 1) -> pd.DataFrame:
         for index in sorted(follower.shards)
     ]
     return pd.DataFrame(rows, columns=list(SHARD_COLUMNS))
+
+
+def engine_work(results_dir: str | Path, *, recent: int = 1, rounds: int = 3) -> pd.DataFrame:
+    """What each model engine did in the newest `rounds` rounds of the runs `shard_actors`
+    shows (ENGINE_COLUMNS), from their `engine_work` events, newest round first, then by
+    engine: `results.layout.ENGINE_WORK_FIELDS`, the node's address when this process is
+    connected to the cluster, and `share`, the engine's part of the round's prompts (nan when
+    the round walked none). Empty for runs that recorded none (the local backend)."""
+    shown = _shown_runs(results_dir, recent)
+    addresses = node_addresses()
+    rows = []
+    for follower in _followed(path for path, _ in shown):
+        for number in sorted(follower.engines, reverse=True)[: max(rounds, 0)]:
+            engines = sorted(follower.engines[number], key=lambda e: count(e.get("engine")))
+            parts = shares([e.get("prompts") for e in engines])
+            for engine, share in zip(engines, parts, strict=True):
+                fields = {name: engine.get(name) for name in ENGINE_WORK_FIELDS}
+                rows.append(
+                    {"run_id": follower.state.run_id, **fields, "round": number}
+                    | {"address": addresses.get(str(engine.get("node"))), "share": share}
+                )
+    return pd.DataFrame(rows, columns=list(ENGINE_COLUMNS))
 
 
 def running_runs(results_dir: str | Path) -> pd.DataFrame:

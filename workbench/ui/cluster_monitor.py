@@ -1,6 +1,6 @@
 """ClusterMonitor (the paper's Agent-Manager): Ray's nodes, the shard actors of the runs in a
-results folder, the model endpoints with their health, the workbench's named actors; cancel a
-running run, shut down idle actors.
+results folder, the work of their model engines round by round, the model endpoints with their
+health, the workbench's named actors; cancel a running run, shut down idle actors.
 
 Everything shown comes from `workbench.runs` (`shards`: the runs' own events; `cluster`: Ray's
 public API; `endpoints`: a keyless GET of each launched run's endpoint `/models`), read in a
@@ -19,16 +19,18 @@ from typing import Any
 import pandas as pd
 import panel as pn
 import param
+from bokeh.models.widgets.tables import NumberFormatter
 
 from workbench.errors import WorkbenchError
+from workbench.results.engine_table import round_sums
 from workbench.runs import cancelling, cluster
 from workbench.runs import endpoints as endpoint_checks
 from workbench.runs import shards as shard_reads
 from workbench.runs.cluster import ACTOR_COLUMNS, NODE_COLUMNS
 from workbench.runs.endpoints import ENDPOINT_COLUMNS
-from workbench.runs.shards import SHARD_COLUMNS
+from workbench.runs.shards import ENGINE_COLUMNS, SHARD_COLUMNS
 from workbench.ui.notices import notice
-from workbench.ui.safe_text import TextTable, md
+from workbench.ui.safe_text import TextTable, md, md_lines
 from workbench.ui.workspace import inside, results_dir_param, workspace_param
 
 __all__ = ["CSS_CLASSES", "ClusterMonitor"]
@@ -39,6 +41,8 @@ CSS_CLASSES: dict[str, str] = {
     "refresh": "wb-monitor-refresh",
     "nodes": "wb-monitor-nodes",
     "shards": "wb-monitor-shards",
+    "engines": "wb-monitor-engines",
+    "engine_summary": "wb-monitor-engine-summary",
     "run": "wb-monitor-run",
     "cancel": "wb-monitor-cancel",
     "endpoints": "wb-monitor-endpoints",
@@ -52,8 +56,44 @@ READ_ERRORS = (WorkbenchError, ConnectionError, OSError, RuntimeError)
 cluster or folder that went away meanwhile."""
 
 
+NO_ENGINE_WORK = (
+    "No work per model engine recorded: a Ray run's model actors report theirs each round "
+    "(a local run has none)."
+)
+"""What the engine summary says while the runs shown recorded no engine work."""
+
+ENGINE_FORMATS = {
+    "prompt_tokens": "0,0",
+    "nodes": "0,0",
+    "visits": "0,0",
+    "agents": "0,0",
+    "seconds": "0.00",
+    "share": "0.00",
+}
+"""How the engine table shows its numbers (thousands grouped; seconds and shares 2 decimals)."""
+
+
 def _empty(columns: tuple[str, ...]) -> pd.DataFrame:
     return pd.DataFrame(columns=list(columns))
+
+
+def engine_summary(engines: pd.DataFrame) -> str:
+    """One line per run of `engines` (`runs.shards.engine_work` rows) about its newest round:
+    the prompts walked, prompt tokens and nodes scored summed over the engines, and the largest
+    engine's share of the prompts beside the ideal 1/K; NO_ENGINE_WORK when there are none.
+    Plain text: the page escapes it (the run id comes from a file)."""
+    lines = []
+    for run_id, rows in engines.groupby("run_id", sort=False):
+        newest = rows[rows["round"] == rows["round"].max()]
+        sums = round_sums(newest).to_dict("records")[0]
+        share = sums["largest_share"]
+        said = "-" if share != share else f"{share:.2f}"
+        lines.append(
+            f"{run_id} round {sums['round']}: {sums['prompts']:,} prompts, "
+            f"{sums['prompt_tokens']:,} prompt tokens, {sums['nodes']:,} nodes scored on "
+            f"{sums['engines']} engine(s); largest share {said} (ideal {1 / sums['engines']:.2f})"
+        )
+    return "\n".join(lines) or NO_ENGINE_WORK
 
 
 class ClusterMonitor(pn.viewable.Viewer):
@@ -102,6 +142,22 @@ class ClusterMonitor(pn.viewable.Viewer):
         "agents hosted, state, round, rounds done, answered, in flight, errors, tokens, CPU %, "
         "memory (MB), answers per second.",
     )
+    engine_rounds = param.Integer(
+        default=3,
+        bounds=(1, None),
+        doc="How many of each shown run's newest rounds the engine table shows.",
+    )
+    engines = param.DataFrame(
+        default=_empty(ENGINE_COLUMNS),
+        doc="What each model engine of the shown runs did in their newest rounds (a Ray run's "
+        "model actors), one row per round and engine: node, prompts walked, prompt tokens, "
+        "nodes scored, visits, agents, seconds, the node's address and the engine's share of "
+        "the round's prompts.",
+    )
+    engine_lines = param.String(
+        default=NO_ENGINE_WORK,
+        doc="One line per shown run about its newest round's engines (`engine_summary`).",
+    )
     endpoints = param.DataFrame(
         default=_empty(ENDPOINT_COLUMNS),
         doc="The model endpoints of the runs this folder launched, running now, with their health "
@@ -149,10 +205,13 @@ class ClusterMonitor(pn.viewable.Viewer):
                 values.update(message=str(exc), message_kind="danger")
         root = self._root()
         running = shard_reads.running_runs(root)
+        engines = shard_reads.engine_work(root, recent=self.recent, rounds=self.engine_rounds)
         values.update(
             cluster=cluster.cluster_summary(),
             nodes=cluster.nodes(),
             shards=shard_reads.shard_actors(root, recent=self.recent),
+            engines=engines,
+            engine_lines=engine_summary(engines),
             endpoints=endpoint_checks.endpoints(root),
             actors=cluster.named_actors(root),
             running=dict(zip(running["run_id"], running["path"], strict=True)),
@@ -292,6 +351,20 @@ class ClusterMonitor(pn.viewable.Viewer):
                     self.param.run_id, label="Running run", css_classes=[CSS_CLASSES["run"]]
                 ),
                 cancel,
+            ),
+            pn.pane.Markdown("### Model engines"),
+            pn.pane.Markdown(
+                pn.bind(md_lines, self.param.engine_lines),
+                css_classes=[CSS_CLASSES["engine_summary"]],
+            ),
+            table(
+                self.param.engines,
+                "engines",
+                page_size=20,
+                formatters={
+                    c: NumberFormatter(format=f, text_align="right")
+                    for c, f in ENGINE_FORMATS.items()
+                },
             ),
             pn.pane.Markdown("### Models and endpoints"),
             table(self.param.endpoints, "endpoints"),
