@@ -8,6 +8,9 @@ session's real two-node cluster with the embedded model.
 
 from __future__ import annotations
 
+import os
+import signal
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -97,3 +100,37 @@ def test_the_plan_runs_on_two_engines_each_prompt_once_and_answers_stay_the_loca
     assert np.isclose(
         sum(row["seconds"] for e in recorded for row in e["engines"]), work["seconds"].sum()
     )
+
+
+class KilledAfterThePlan(RayBackend):
+    """Kills shard 0's actor process once round 2 is planned, before it plays: its respawned
+    actor must replay the round with its part of the same plan."""
+
+    killed: dict | None = None
+
+    async def _plan(self, ctx):
+        where = await self.actors[0].where.remote() if ctx.round == 2 else None
+        routes = await super()._plan(ctx)
+        if where is not None:
+            os.kill(where["pid"], signal.SIGKILL)
+            self.killed = where
+        return routes
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_shard_killed_after_the_plan_replays_its_part_and_answers_stay_the_local_ones(
+    ray_cluster, make_config, tmp_path
+):
+    model = {"max_tokens": 4, "n_threads": 1}
+    config = llm_config(make_config, n_agents=16, rounds=2, model=model, seed=11)
+    ray_config = on_ray(config, ray_cluster, shards_per_node=2, model_placement="node")
+    backend = KilledAfterThePlan(ray_config)
+    bundle = Simulation(ray_config, backend=backend).run(out_dir=tmp_path / "ray", progress=False)
+    assert backend.killed is not None and backend.restarts >= 1
+    assert 2 in backend.plans
+    local = Simulation(config).run(out_dir=tmp_path / "local", progress=False).responses()
+    columns = ["agent_id", "round", "guess", "status", "raw"]
+    assert local[columns].equals(bundle.responses()[columns])
+    round_two = bundle.engine_work().query("round == 2")
+    assert round_two["prompts"].sum() == backend.plans[2].distinct_prompts  # still once each
