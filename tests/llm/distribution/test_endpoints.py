@@ -10,6 +10,7 @@ import asyncio
 from pathlib import Path
 
 import numpy as np
+from fake_openai import FakeServer, Reply, completion
 from toy_vllm import ToyVLLM
 
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
@@ -125,6 +126,29 @@ def test_a_routed_prompt_goes_to_its_endpoint_and_a_failed_request_elsewhere() -
     work = endpoints.work(1)
     assert [w["engine"] for w in work] == [0, 1] and sum(w["agents"] for w in work) == 9
     assert model.stats["retries"] > 0
+
+
+def test_requests_routed_to_one_endpoint_keep_to_its_limit_and_leave_the_other_alone() -> None:
+    """Routed requests wait for room on their own endpoint (`max_concurrency`), not spill over
+    to the idle one."""
+
+    def slow(body: dict, n: int) -> Reply:
+        return 200, completion("1"), 0.1
+
+    async def routed(model: OpenAICompatModel, prefer: str) -> list:
+        async with model.client() as client:
+            return await asyncio.gather(
+                *(
+                    model.exchange(client, "/chat/completions", lambda _: {}, dict, prefer=prefer)
+                    for _ in range(6)
+                )
+            )
+
+    with FakeServer(slow) as busy, FakeServer(slow) as idle:
+        model = OpenAICompatModel([busy.url, idle.url], "fake", max_concurrency=2)
+        done = asyncio.run(routed(model, busy.url))
+        assert all(d.value is not None for d in done)
+        assert len(busy.chat_posts) == 6 and busy.peak == 2 and not idle.chat_posts
 
 
 def test_one_endpoint_or_no_distribution_mode_has_no_plan() -> None:
