@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.llm.distribution.probe import PROBE_REQUEST
 from workbench.llm.distribution.vocabulary import IntegerVocabulary
 from workbench.llm.servers import PROBE_MESSAGES, PROBE_VALUE
 
@@ -125,6 +126,27 @@ class ToyVLLM:
             if not vocab.can_continue(text):
                 break
         return text
+
+    # ------------------------------------------------------------------ what it was asked
+
+    def node_prompts(
+        self, since: int = 0, until: int | None = None
+    ) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+        """The (prompt, allowed tokens) of every node asked for by node requests `since` (up to
+        `until`), the start-up probe's own nodes left out (each process that checks asks them)."""
+        sent = []
+        for body in self.node_bodies[since:until]:
+            for prompt in body["prompt"]:
+                text = "".join(self.piece(t) for t in prompt)
+                if "Probe " in text or PROBE_REQUEST.messages[0]["content"] in text:
+                    continue
+                sent.append((tuple(prompt), tuple(body["allowed_token_ids"])))
+        return sent
+
+    def chat_of(self, node: tuple[int, ...]) -> tuple[int, ...]:
+        """A node prompt's chat: its tokens up to the answer (the generation prompt's end)."""
+        start = max(i for i, t in enumerate(node) if t == START)
+        return node[: start + 1 + len(self.tokenize("assistant:"))]
 
     # ------------------------------------------------------------------ the endpoints
 

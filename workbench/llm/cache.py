@@ -14,7 +14,7 @@ import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from workbench.llm.base import ChatRequest, ChatResult, SamplingParams, report_a
 from workbench.llm.chat_model import ChatModel, as_chat_model
 from workbench.llm.distribution.cached_scorer import CachedScorer
 from workbench.llm.distribution.scorer import NodeScorer
+
+if TYPE_CHECKING:
+    from workbench.llm.endpoints import Endpoints
 
 VOLATILE_IDENTITY = ("base_urls", "n_threads", "threads", "cache", "servers", "sampling")
 """Identity fields that do not change answers (where a model runs, how many threads, what a
@@ -191,6 +194,10 @@ class CachedModel(ChatModel):
 
     def _count(self, misses: int) -> None:
         self.calls += misses
+
+    def endpoints(self) -> Endpoints | None:
+        """The wrapped model's endpoints (the cache's scorer walks on them)."""
+        return self.model.endpoints()
 
     def node_scorer(self) -> NodeScorer | None:
         """The wrapped model's node scorer behind this cache (None when it has none)."""

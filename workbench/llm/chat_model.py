@@ -17,6 +17,7 @@ from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
 if TYPE_CHECKING:
     from workbench.llm.distribution.scorer import NodeScorer
     from workbench.llm.distribution.walk import GroupAnswers, PromptGroup, TrieCounts
+    from workbench.llm.endpoints import Endpoints
 
 
 class ChatModel:
@@ -65,6 +66,12 @@ class ChatModel:
         model answers constrained requests with its own sampler, one generation per agent."""
         return None
 
+    def endpoints(self) -> Endpoints | None:
+        """The model's several endpoints that a round's plan divides distribution mode's
+        prompts over (`llm.endpoints`); None (the default) with one engine, or when answers are
+        not drawn in distribution mode."""
+        return None
+
     def draws_answers(self) -> bool:
         """Whether constrained integer answers are drawn in distribution mode."""
         return self.node_scorer() is not None
@@ -76,13 +83,17 @@ class ChatModel:
         uniforms: Callable[[Any, int], Any],
         counts: TrieCounts,
     ) -> list[GroupAnswers]:
-        """Every group's answers drawn through the answer trie (`walk.draw_answers`)."""
+        """Every group's answers drawn through the answer trie (`walk.draw_answers`), each on
+        its prompt's endpoint where the round is routed over several (`endpoints`)."""
         # imported here: the trie needs numpy, which `import workbench.llm` does not load
         from workbench.llm.distribution.walk import draw_answers
 
         scorer = self.node_scorer()
         if scorer is None:
             raise ConfigError("this model does not draw answers in distribution mode")
+        endpoints = self.endpoints()
+        if endpoints is not None and endpoints.routes is not None:
+            return await endpoints.draw(scorer, groups, params, uniforms, counts)
         async with scorer.turn():  # shards sharing an engine walk one after another
             return await draw_answers(scorer, groups, params, uniforms, counts)
 

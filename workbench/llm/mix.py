@@ -8,17 +8,16 @@ settings, all models at once, and the results come back in input order.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ModelError
 from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
 from workbench.llm.chat_model import ChatModel, as_chat_model
+from workbench.llm.routes import in_input_order
 
 if TYPE_CHECKING:
     from workbench.llm.distribution.walk import GroupAnswers, PromptGroup, TrieCounts
-
-T = TypeVar("T")
 
 
 class ModelMix(ChatModel):
@@ -88,7 +87,7 @@ class ModelMix(ChatModel):
                 for name, idx in by_model.items()
             )
         )
-        return _in_input_order(len(groups), by_model.values(), answered)
+        return in_input_order(len(groups), by_model.values(), answered)
 
     def _known(self, name: str | None) -> str:
         if name not in self.models:
@@ -108,13 +107,4 @@ class ModelMix(ChatModel):
                 for name, idx in by_model.items()
             )
         )
-        return _in_input_order(len(requests), by_model.values(), answered)
-
-
-def _in_input_order(n: int, positions: Iterable[list[int]], batches: Sequence[list[T]]) -> list[T]:
-    """Per-model batches of results put back at their positions in the input."""
-    results: list[T | None] = [None] * n
-    for idx, batch in zip(positions, batches, strict=True):
-        for i, result in zip(idx, batch, strict=True):
-            results[i] = result
-    return results  # type: ignore[return-value]
+        return in_input_order(len(requests), by_model.values(), answered)

@@ -1,10 +1,12 @@
 """A batch-first client for OpenAI-compatible chat servers (vLLM, llama.cpp's server, ...).
 
 One `generate` call sends a whole batch concurrently: at most `max_concurrency` requests in flight
-per endpoint, each request to the endpoint with the fewest outstanding requests. Connection
-errors, 429 and 5xx are retried with exponential backoff; what still fails is recorded on its
-result (error_kind "model_error" or "timeout"), never raised, so one bad request never loses the
-batch. Output constraints go through the server's own structured-output parameter.
+per endpoint, each request to the endpoint with the fewest outstanding requests (in distribution
+mode with several endpoints, a node request to its prompt's endpoint in the round's plan:
+`llm.endpoints`). Connection errors, 429 and 5xx are retried with exponential backoff (a retry
+avoids the endpoint that failed); what still fails is recorded on its result (error_kind
+"model_error" or "timeout"), never raised, so one bad request never loses the batch. Output
+constraints go through the server's own structured-output parameter.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import concurrent.futures
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, Literal, TypeVar
 
 import httpx
@@ -30,6 +33,7 @@ from workbench.llm.base import (
 from workbench.llm.chat_model import ChatModel
 from workbench.llm.distribution.probe import resolve_sampling
 from workbench.llm.distribution.served_scorer import HttpNodes, ServedNodeScorer
+from workbench.llm.endpoints import Endpoints
 from workbench.llm.key_policy import api_key_for
 from workbench.llm.servers import (
     CONSTRAINT_MODES,
@@ -108,6 +112,9 @@ class OpenAICompatModel(ChatModel):
         self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
+        self._rooms: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]
+        ] = weakref.WeakKeyDictionary()
         self.servers: dict[str, ServerInfo] = {}
         """What serves each endpoint, once `check()` (or the first batch) has asked."""
         self.modes: dict[str, ConstraintMode | None] = {}
@@ -122,6 +129,7 @@ class OpenAICompatModel(ChatModel):
         self.sampling_why: str | None = None
         """Why `auto` fell back to the server's sampling."""
         self._scorer: ServedNodeScorer | None = None
+        self._endpoints: Endpoints | None = None
         self._resolved = False
         self.stats: dict[str, Any] = {
             "requests": 0,
@@ -198,6 +206,15 @@ class OpenAICompatModel(ChatModel):
         if self._scorer is None:
             self._scorer = ServedNodeScorer(HttpNodes(self))
         return self._scorer
+
+    def endpoints(self) -> Endpoints | None:
+        """With several endpoints in distribution mode, the endpoints a round's plan divides
+        the prompts over (`llm.endpoints`); None otherwise."""
+        if len(self.base_urls) < 2 or self.node_scorer() is None:
+            return None
+        if self._endpoints is None:
+            self._endpoints = Endpoints(self, self.node_scorer)
+        return self._endpoints
 
     def load(self) -> OpenAICompatModel:
         """In a process whose copy of the model was never checked (a shard actor's), run the
@@ -284,6 +301,17 @@ class OpenAICompatModel(ChatModel):
             self._limits[loop] = asyncio.Semaphore(self.max_concurrency * len(self.base_urls))
         return self._limits[loop]
 
+    def _room(self, base: str | None) -> AbstractAsyncContextManager[object]:
+        """This event loop's limit on requests routed to endpoint `base` (`max_concurrency`),
+        taken before the shared one; nothing to wait for when none is routed."""
+        if base is None:
+            return nullcontext()
+        loop = asyncio.get_running_loop()
+        rooms = self._rooms.setdefault(loop, {})
+        if base not in rooms:
+            rooms[base] = asyncio.Semaphore(self.max_concurrency)
+        return rooms[base]
+
     def _pick(self, avoid: str | None) -> str:
         """The endpoint with the fewest requests in flight that has room, avoiding a failed one."""
         in_flight = self.stats["in_flight"]
@@ -340,12 +368,14 @@ class OpenAICompatModel(ChatModel):
         *,
         root: bool = False,
         base: str | None = None,
+        prefer: str | None = None,
     ) -> Exchanged[T]:
         """One POST of `path` (under an endpoint's base URL, or its server root with `root`),
-        the body built for the endpoint picked (`base` pins one), its JSON answer `parse`d
-        (which raises `AnswerShapeError` on a malformed one); retried on connection errors,
-        429 and 5xx within the shared limit on requests in flight. Chat requests and
-        distribution mode's node requests both go through here."""
+        the body built for the endpoint picked (`base` pins one; `prefer` takes the first
+        attempt, once that endpoint has room, and a retry goes where it would without it), its
+        JSON answer `parse`d (which raises `AnswerShapeError` on a malformed one); retried on
+        connection errors, 429 and 5xx within the shared limit on requests in flight. Chat
+        requests and distribution mode's node requests both go through here."""
         attempts: list[Attempt] = []
         first: float | None = None
         failed_on: str | None = None
@@ -353,8 +383,9 @@ class OpenAICompatModel(ChatModel):
             if attempt:
                 self.stats["retries"] += 1
                 await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
-            async with self._slots():
-                where = base or self._pick(avoid=failed_on)
+            routed = prefer if base is None and failed_on is None else None
+            async with self._room(routed), self._slots():
+                where = base or routed or self._pick(avoid=failed_on)
                 self.stats["in_flight"][where] += 1
                 self.stats["requests"] += 1
                 start = time.perf_counter()  # latency of the attempts, not of queueing

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from workbench.llm.base import ChatRequest
+
+T = TypeVar("T")
 
 
 def prompt_key(messages: Sequence[Mapping[str, Any]], model: str | None = None) -> str:
@@ -58,3 +60,13 @@ class Routes:
         for i, request in enumerate(requests):
             out.setdefault(self.engine_of(request), []).append(i)
         return dict(sorted(out.items()))
+
+
+def in_input_order(n: int, positions: Iterable[list[int]], batches: Sequence[list[T]]) -> list[T]:
+    """Batches of results (one per part of a split, e.g. `Routes.split`'s) put back at their
+    positions in the input of `n`."""
+    results: list[T | None] = [None] * n
+    for idx, batch in zip(positions, batches, strict=True):
+        for i, result in zip(idx, batch, strict=True):
+            results[i] = result
+    return results  # type: ignore[return-value]

@@ -337,7 +337,8 @@ class Bundle:
 
     def engine_work(self) -> pd.DataFrame:
         """What each model engine did per finished round (`ENGINE_WORK_FIELDS`, one row per round
-        and engine); empty when the run recorded none (the local backend, or no model actors)."""
+        and engine); empty when the run recorded none (one engine, or no model in distribution
+        mode)."""
         done = {int(r["round"]) for r in self.rounds_done}
         entries = self.manifest.get(ENGINE_WORK)
         rows = [

@@ -76,7 +76,8 @@ MANIFEST_KEYS: tuple[str, ...] = (
 
 ENGINE_WORK = "engine_work"
 """The manifest key of what each model engine did per round (distribution mode on Ray's model
-actors): one entry per (round, engine) with the fields of `ENGINE_WORK_FIELDS`."""
+actors, or on a served model's several endpoints): one entry per (round, engine) with the fields
+of `ENGINE_WORK_FIELDS`."""
 ENGINE_WORK_FIELDS: tuple[str, ...] = (
     "round",
     "engine",
@@ -88,7 +89,8 @@ ENGINE_WORK_FIELDS: tuple[str, ...] = (
     "agents",
     "seconds",
 )
-"""One engine's round: its number (`engine`) and node; the distinct prompts it walked and their
+"""One engine's round: its number (`engine`) and node (a Ray node id; for a served model's
+endpoint, its number in `base_urls` and its host:port); the distinct prompts it walked and their
 prompt tokens (each prompt once); the trie nodes its model scored (`nodes`) and those the walks
 asked for (`visits`: nodes scored before, for another shard, are read back, not scored); the
 answers drawn (`agents`) and the seconds it was busy walking."""

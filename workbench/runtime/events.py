@@ -107,7 +107,8 @@ class RoundFinished(Event):
 @dataclass(frozen=True, kw_only=True)
 class EngineWork(Event):
     """What each model engine did in a round, one entry per engine with the fields of
-    `results.layout.ENGINE_WORK_FIELDS` (distribution mode on Ray's model actors)."""
+    `results.layout.ENGINE_WORK_FIELDS` (distribution mode on Ray's model actors, or on a served
+    model's several endpoints)."""
 
     kind: ClassVar[str] = "engine_work"
     round: int

@@ -23,8 +23,8 @@ from workbench.errors import ConfigError
 from workbench.llm import ChatModel, as_chat_model, model_for
 from workbench.llm.base import ChatRequest, ChatResult, SamplingParams
 from workbench.llm.distribution.walk import GroupAnswers, PromptGroup, TrieCounts, report_group
+from workbench.llm.engine_work import WorkMeter
 from workbench.llm.routes import Routes
-from workbench.runtime.engine_work import WorkMeter
 
 Placement = Literal["shard", "node", "gpu", "cluster"]
 

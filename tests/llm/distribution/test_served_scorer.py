@@ -16,7 +16,6 @@ from toy_vllm import END, ToyVLLM
 
 from workbench.errors import ModelError
 from workbench.llm.base import ChatRequest, OutputConstraint, SamplingParams
-from workbench.llm.distribution.probe import PROBE_REQUEST
 from workbench.llm.distribution.sampler import draw
 from workbench.llm.distribution.vocabulary import IntegerVocabulary
 from workbench.llm.distribution.walk import PromptGroup, TrieCounts
@@ -170,19 +169,6 @@ def test_the_manifest_says_which_mode_answered(make_config, tmp_path: Path) -> N
                 assert "auto fell back" in model["answers"]
 
 
-def node_prompts(toy: ToyVLLM, since: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
-    """The (prompt, allowed tokens) of every node the toy server was asked for since request
-    `since`, the start-up probe's own nodes left out (each process that checks asks them)."""
-    sent = []
-    for body in toy.node_bodies[since:]:
-        for prompt in body["prompt"]:
-            text = "".join(toy.piece(t) for t in prompt)
-            if "Probe " in text or PROBE_REQUEST.messages[0]["content"] in text:
-                continue
-            sent.append((tuple(prompt), tuple(body["allowed_token_ids"])))
-    return sent
-
-
 def test_shards_of_one_process_send_each_node_once(make_config, tmp_path: Path) -> None:
     """Issue 26, item 1: 10 shards ask the server for the same distinct nodes as one shard
     does (the memo and the requests in flight answer the rest), and draw the same answers."""
@@ -199,7 +185,7 @@ def test_shards_of_one_process_send_each_node_once(make_config, tmp_path: Path) 
             before = len(toy.node_bodies)
             bundle = Simulation(config).run(out_dir=tmp_path / str(shards), progress=False)
             assert bundle.status == "complete" and verify_bundle(bundle.path).ok
-            sent = node_prompts(toy, before)
+            sent = toy.node_prompts(before)
             assert len(sent) == len(set(sent))  # no node asked twice
             answers = bundle.responses().sort_values(["round", "agent_id"])
             runs[shards] = (set(sent), answers[["round", "agent_id", "guess", "raw"]])
@@ -235,7 +221,7 @@ def test_shard_actors_on_ray_send_each_node_once(ray_cluster, make_config, tmp_p
         )
         before = len(toy.node_bodies)
         ray_run = Simulation(on_ray).run(out_dir=tmp_path / "ray", progress=False)
-        sent = node_prompts(toy, before)
+        sent = toy.node_prompts(before)
     assert ray_run.status == "complete" and ray_run.manifest["backend"]["model_actors"] == 1
     assert len(sent) == len(set(sent))  # no node asked twice across the 4 shard actors
     columns = ["round", "agent_id", "guess", "raw"]

@@ -27,7 +27,7 @@ import asyncio
 import functools
 import json
 import weakref
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, TypeVar
@@ -39,6 +39,7 @@ from workbench.errors import ModelError
 from workbench.llm.base import ChatRequest
 from workbench.llm.distribution.scorer import ConcurrentScorer, Node
 from workbench.llm.distribution.vocabulary import IntegerVocabulary
+from workbench.llm.routes import Routes
 from workbench.llm.servers import (
     AnswerShapeError,
     ConstraintMode,
@@ -76,6 +77,8 @@ INTEGER_TEXTS = ("-", *(str(i) for i in range(1000)))
 """What the integer vocabulary is read from: the server's tokens of these texts."""
 DIGITS = frozenset("0123456789-")
 T = TypeVar("T")
+NodeBatch = list[tuple[Node, "asyncio.Future[np.ndarray]"]]
+"""Nodes asked for, each with the future its logits settle."""
 IntegerTokens = tuple[tuple[tuple[int, str], ...], tuple[int, ...]]
 """(digit pieces: token id and text, end tokens) read from a server."""
 
@@ -111,6 +114,7 @@ class ServedModel(Protocol):
         *,
         root: bool = False,
         base: str | None = None,
+        prefer: str | None = None,
     ) -> Exchanged[T]: ...
 
 
@@ -151,11 +155,15 @@ class NodeSource(Protocol):
 
 class HttpNodes:
     """A `NodeSource` on an `OpenAICompatModel`'s vLLM server(s), through the model's `exchange`
-    (its retries and its limit on requests in flight); `base` pins one endpoint."""
+    (its retries and its limit on requests in flight); `base` pins one endpoint, `prefer` sends
+    each first attempt to one (a retry goes elsewhere, as without it)."""
 
-    def __init__(self, model: ServedModel, base: str | None = None) -> None:
+    def __init__(
+        self, model: ServedModel, base: str | None = None, prefer: str | None = None
+    ) -> None:
         self.model = model
         self.base = base
+        self.prefer = prefer
 
     def describe(self) -> dict[str, Any]:
         """How node logits are computed on a server."""
@@ -212,7 +220,7 @@ class HttpNodes:
         """One request through the model's `exchange` (retries, limits); ModelError when it
         failed."""
         done = await self.model.exchange(
-            client, path, lambda _: body, parse, root=root, base=self.base
+            client, path, lambda _: body, parse, root=root, base=self.base, prefer=self.prefer
         )
         if done.value is None:
             raise ModelError(summarize_attempts(done.attempts))
@@ -253,6 +261,26 @@ class ServedNodeScorer(ConcurrentScorer):
         alone, in a batch, cold and warm (`probe.invariance`)."""
         self.nodes_shared = 0
         """Nodes asked for again and answered without a request (memo or one in flight)."""
+        self.shared_on: Counter[int | None] = Counter()
+        """`nodes_shared` by the engine the node's prompt is routed to (None: no route)."""
+        self.routes: Routes | None = None
+        """The round's routes (`route`); None: every node through `source`."""
+        self._sources: tuple[NodeSource, ...] = ()
+        self._pins: dict[tuple[int, ...], int] = {}
+
+    def route(self, routes: Routes | None, sources: Sequence[NodeSource] = ()) -> None:
+        """Score each prompt's nodes through `sources[e]`, `e` the engine `routes` gives the
+        prompt (learnt where its chat becomes tokens, `prompt_tokens`); a node of a prompt with
+        no route, and every node when `routes` is None, through `source` as before."""
+        if routes is not None and max(routes.engines) >= len(sources):
+            raise ValueError(f"routes name engines {routes.engines}, {len(sources)} source(s)")
+        self.routes = routes
+        self._sources = tuple(sources)
+        self._pins = {}
+
+    def _engine(self, node: Node) -> int | None:
+        """The engine `node`'s prompt is routed to (None: none)."""
+        return self._pins.get(node.prompt) if self._pins else None
 
     def describe(self) -> dict[str, Any]:
         """How node logits are computed (the source's description)."""
@@ -306,6 +334,9 @@ class ServedNodeScorer(ConcurrentScorer):
         out = [self._prompts[k] for k in keys]
         for key in keys:
             self._prompts.move_to_end(key)
+        if self.routes is not None:
+            for request, tokens in zip(requests, out, strict=True):
+                self._pins[tokens] = self.routes.engine_of(request)
         while len(self._prompts) > MEMO_PROMPTS:
             self._prompts.popitem(last=False)
         return out
@@ -328,10 +359,10 @@ class ServedNodeScorer(ConcurrentScorer):
                 self._memo.move_to_end(key)
                 future = loop.create_future()
                 future.set_result(known)
-                self.nodes_shared += 1
+                self._shared(node)
             elif key in in_flight:
                 future = in_flight[key]
-                self.nodes_shared += 1
+                self._shared(node)
             else:
                 future = loop.create_future()
                 in_flight[key] = future
@@ -345,6 +376,11 @@ class ServedNodeScorer(ConcurrentScorer):
             pending.extend(fresh)
         # shielded: a walk that is cancelled never cancels a node another walk waits for
         return list(await asyncio.gather(*(asyncio.shield(f) for f in futures)))
+
+    def _shared(self, node: Node) -> None:
+        """`node` answered without a request: counted, and by its prompt's engine."""
+        self.nodes_shared += 1
+        self.shared_on[self._engine(node)] += 1
 
     def _settled(
         self,
@@ -369,27 +405,31 @@ class ServedNodeScorer(ConcurrentScorer):
 
     async def _flush(self, pending: list[tuple[Node, asyncio.Future[np.ndarray]]]) -> None:
         self.nodes_sent += len(pending)
-        by_allowed: dict[tuple[int, ...], list[tuple[Node, asyncio.Future[np.ndarray]]]] = {}
+        by_allowed: dict[tuple[int | None, tuple[int, ...]], NodeBatch] = {}
         for node, future in pending:
-            by_allowed.setdefault(tuple(node.allowed.tolist()), []).append((node, future))
+            where = (self._engine(node), tuple(node.allowed.tolist()))
+            by_allowed.setdefault(where, []).append((node, future))
         batches = [
-            items[i : i + MAX_PROMPTS]
-            for items in by_allowed.values()
+            (self.source if engine is None else self._sources[engine], items[i : i + MAX_PROMPTS])
+            for (engine, _), items in by_allowed.items()
             for i in range(0, len(items), MAX_PROMPTS)
         ]
         async with self.source.session() as client:
-            await asyncio.gather(*(self._answer(client, batch) for batch in batches))
+            await asyncio.gather(*(self._answer(client, batch, src) for src, batch in batches))
 
     async def _answer(
-        self, client: Any, batch: list[tuple[Node, asyncio.Future[np.ndarray]]]
+        self,
+        client: Any,
+        batch: NodeBatch,
+        source: NodeSource,
     ) -> None:
-        """Score one batch and settle its futures; a failed batch of several is asked again
-        node by node, so that a failure fails only its own node's group."""
+        """Score one batch through `source` and settle its futures; a failed batch of several
+        is asked again node by node, so that a failure fails only its own node's group."""
         try:
-            scored = await self._nodes(client, [node for node, _ in batch])
+            scored = await self._nodes(client, [node for node, _ in batch], source)
         except ModelError as exc:
             if len(batch) > 1:
-                await asyncio.gather(*(self._answer(client, [item]) for item in batch))
+                await asyncio.gather(*(self._answer(client, [item], source) for item in batch))
             elif not batch[0][1].done():
                 batch[0][1].set_exception(exc)
             return
@@ -397,9 +437,13 @@ class ServedNodeScorer(ConcurrentScorer):
             if not future.done():
                 future.set_result(logits)
 
-    async def _nodes(self, client: Any, nodes: list[Node]) -> list[np.ndarray]:
-        """The allowed logits of nodes that share their allowed set: one request per 128
-        allowed tokens, the nodes' sequences its batch of prompts."""
+    async def _nodes(
+        self, client: Any, nodes: list[Node], source: NodeSource | None = None
+    ) -> list[np.ndarray]:
+        """The allowed logits of nodes that share their allowed set, from `source` (else this
+        scorer's own): one request per 128 allowed tokens, the nodes' sequences its batch of
+        prompts."""
+        source = source or self.source
         allowed = [int(t) for t in nodes[0].allowed]
         found: list[dict[int, float]] = [{} for _ in nodes]
         greedy: list[set[int]] = [set() for _ in nodes]
@@ -408,7 +452,7 @@ class ServedNodeScorer(ConcurrentScorer):
         for start in range(0, len(allowed), MAX_LOGPROB_IDS):
             chunk = allowed[start : start + MAX_LOGPROB_IDS]
             for i, (logprobs, sampled) in enumerate(
-                await self.source.node_logprobs(client, prompts, chunk, restrict)
+                await source.node_logprobs(client, prompts, chunk, restrict)
             ):
                 found[i].update(logprobs)
                 greedy[i].add(sampled)

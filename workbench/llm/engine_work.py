@@ -1,12 +1,14 @@
-"""What one model engine did per round, counted where it walks (a Ray model actor).
+"""What one model engine did per round, counted where it walks: a Ray model actor
+(`runtime.model_actors`), or one endpoint of a served model (`llm.endpoints`).
 
-A model actor walks the prompt groups the shards send it (`ModelActor.draw_answers`). Its
+A model actor walks the prompt groups the shards send it (`ModelActor.draw_answers`); a served
+model with several endpoints walks each group's nodes on the endpoint its route gives. A
 `WorkMeter` counts, per round: the distinct prompts it walked (a prompt walked for two shards
 counts once) and their prompt tokens, the trie nodes the walks asked for (`visits`) and those its
 model scored (`nodes`: visits less the model's memo hits; a node scored for one shard is read
 back for another), the answers drawn and the seconds it was busy walking (overlapping calls
-count once). The driver takes each engine's round (`take`) into the bundle and the events
-(`results.layout.ENGINE_WORK_FIELDS`).
+count once). The driver (or the local backend) takes each engine's round (`take`) into the
+bundle and the events (`results.layout.ENGINE_WORK_FIELDS`).
 """
 
 from __future__ import annotations
