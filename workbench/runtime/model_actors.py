@@ -285,7 +285,7 @@ class RemoteModel(ChatModel):
 
 
 def _memo_hits(model: ChatModel) -> int:
-    """How many node scores `model`'s scorer has read back from its memo so far (0 when it has
-    no memo)."""
+    """How many node scores `model`'s scorer has answered without scoring them so far (0 when
+    it scores no nodes)."""
     scorer = model.node_scorer()
-    return int(getattr(scorer, "memo_hits", 0) or 0)
+    return 0 if scorer is None else scorer.memo_hits

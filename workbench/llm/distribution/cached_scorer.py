@@ -48,6 +48,12 @@ class CachedScorer(NodeScorer):
         """The wrapped scorer's window."""
         return self.inner.window
 
+    @property
+    def memo_hits(self) -> int:
+        """The wrapped scorer's memo hits (nodes read from the cache file are counted by the
+        cache, `count`)."""
+        return self.inner.memo_hits
+
     def accepting(self) -> bool:
         """Whether the wrapped scorer takes new walks now."""
         return self.inner.accepting()

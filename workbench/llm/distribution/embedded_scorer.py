@@ -66,7 +66,12 @@ class EmbeddedNodeScorer(TurnTakingScorer):
         self.model = model
         self._memo: OrderedDict[Key, np.ndarray] = OrderedDict()
         self._memo_lock = threading.Lock()
-        self.memo_hits = 0
+        self.hits = 0
+
+    @property
+    def memo_hits(self) -> int:
+        """Nodes answered from the memo so far."""
+        return self.hits
 
     def describe(self) -> dict[str, Any]:
         """How node logits are computed here."""
@@ -159,7 +164,7 @@ class EmbeddedNodeScorer(TurnTakingScorer):
             known = self._memo.get(key)
             if known is not None:
                 self._memo.move_to_end(key)
-                self.memo_hits += 1
+                self.hits += 1
             return known
 
     def _candidates(self) -> np.ndarray:

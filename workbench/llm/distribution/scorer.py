@@ -87,6 +87,13 @@ class NodeScorer(ABC):
     window: int = 1
     """Groups walked in step: each step's nodes of them all go to `score_walks` together."""
 
+    @property
+    def memo_hits(self) -> int:
+        """Nodes asked for again and answered from what this scorer already holds, without
+        scoring them (its memo); 0 for a scorer that holds nothing. What an engine's recorded
+        work subtracts from its walks' nodes (`engine_work`)."""
+        return 0
+
     def accepting(self) -> bool:
         """Whether new walks may start now (the walks in flight always finish)."""
         return True

@@ -282,6 +282,11 @@ class ServedNodeScorer(ConcurrentScorer):
         """The engine `node`'s prompt is routed to (None: none)."""
         return self._pins.get(node.prompt) if self._pins else None
 
+    @property
+    def memo_hits(self) -> int:
+        """Nodes answered without a request so far (`nodes_shared`)."""
+        return self.nodes_shared
+
     def describe(self) -> dict[str, Any]:
         """How node logits are computed (the source's description)."""
         return self.source.describe()
