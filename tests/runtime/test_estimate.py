@@ -110,7 +110,7 @@ def test_one_generation_per_agent_is_estimated_per_request(make_config):
         estimate = Simulation(config, model=per_agent).estimate()
     finally:
         per_agent.close()
-    assert estimate.mode == "one generation per agent"
+    assert estimate.mode.startswith("one generation per agent (rate of a batch of 30")
     assert [r.prompts for r in estimate.rounds] == [30, 30]
     assert estimate.seconds > 0
 
