@@ -2,9 +2,9 @@
 
 Counts, not seconds, are checked here (seconds are the machine's; `workbench run --estimate`
 beside a bench run shows them): round 1's distinct prompts are counted exactly and the nodes its
-agents reach are an expectation; later rounds assume agents answer as in round 1, stated to be
-within a factor of 2 of what the run does, and never above the bound. The guardrail refuses a
-run before anything is written.
+agents reach are an expectation; later rounds draw agents' answers from the round before's
+distributions, stated to be within a factor of 2 of what the run does, and never above the
+bound. The guardrail refuses a run before anything is written.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 
 from workbench.agents.policies import LLMPolicy
 from workbench.errors import ConfigError
-from workbench.runtime.blocking import run_blocking
 from workbench.runtime import Simulation
+from workbench.runtime.blocking import run_blocking
 from workbench.runtime.estimate import estimate_run
 from workbench.runtime.prompt_walks import distinct_prefix_tokens
 

@@ -11,12 +11,13 @@ exact probability, the chance each trie node is reached, and the model's rates m
 - later rounds: every agent's answer to the round before is drawn from that round's
   distribution of its prompt, and the round's target from those answers; the round's prompts
   are then built, grouped and tokenized as the run builds them, giving the distinct prompts,
-  their tokens (each shared prefix once) and the nodes their agents reach. The most asked of
-  them (as many as round 1 has) are walked for the next round's draws; the rest draw from the
-  walk of their agents' prompt before, and the last round walks none (its nodes are its
-  prompts' parents'). Real agents draw with other numbers, so this is an estimate, not a bound;
-  beside it the bound, no more distinct prompts than agents, nor than each round-1 prompt's
-  agents times its answers to the power of the rounds before. Drawing every round from round
+  their tokens (each shared prefix once) and the nodes their agents reach. Those two or more
+  agents ask are walked for the next round's draws (one agent's prompt stays one agent's,
+  whatever it draws); the rest draw from the walk of their agents' prompt before, and the
+  last round walks none (its nodes are its prompts' parents'). Real agents draw other numbers,
+  so this is an estimate, not a bound; beside it the bound, no more distinct prompts than
+  agents, nor than each round-1 prompt's agents times its answers to the power of the rounds
+  before. Drawing every round from round
   1's distributions instead (`later="first"`, the former estimate) comes out high once agents
   converge.
 
@@ -31,8 +32,8 @@ that model, as the run groups prompts by model too); the rounds are summed.
 One generation per agent (`sampling: server`, free text) costs one request per agent and round
 (two with the extraction call always made), at the rate of one batch of the model's
 `max_concurrency` requests (times its endpoints) sent at once, as the run keeps that many in
-flight. The walks cost about what round 1 costs per round but the last, and their scored nodes
-stay in the model's memo (the same logits a run would compute).
+flight. The walks cost about what the run's rounds but the last cost (less their prompts of one
+agent), and their scored nodes stay in the model's memo (the same logits a run would compute).
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ its largest engine's)."""
 
 Later = Literal["chained", "first"]
 """How later rounds draw their agents' earlier answers: `chained` from the distributions of the
-round just before (its most asked prompts walked, as many as round 1 has), `first` from round
-1's distributions every round (the former estimate: 1.5x high by round 3, as agents converge)."""
+round just before (its prompts that two or more agents ask walked), `first` from round 1's
+distributions every round (the former estimate: 1.5x high by round 3, as agents converge)."""
 
 
 @dataclass(frozen=True)
@@ -317,7 +318,6 @@ async def _distribution(
     }
     walks = list(found.walks)
     lineage = found.codes  # each agent's walk, its next answer's distribution (into `walks`)
-    budget = len(found.walks) if how.later == "chained" else 0
     draws = _Draws(np.random.default_rng([first.seed, HISTORY_SEED]), first.game)
     ctx, out = first, []
     for number in range(1, rounds + 1):
@@ -329,7 +329,8 @@ async def _distribution(
         else:
             tokens = list(await scorer.prompt_tokens(grouped.chats))
             group_walk = lineage[[int(m[0]) for m in grouped.members]]
-            picked = _most_asked(grouped.sizes, budget if number < rounds else 0)
+            chained = how.later == "chained" and number < rounds
+            picked = _shared(grouped.sizes) if chained else np.zeros(0, dtype=np.int64)
             group_walk[picked] = np.arange(len(walks), len(walks) + len(picked))
             walks.extend(await _walk(scorer, grouped, tokens, picked, asked.params))
         lineage = group_walk[grouped.codes]
@@ -410,12 +411,11 @@ class _Draws:
         return np.array(values, dtype=np.float64), probs / probs.sum()
 
 
-def _most_asked(sizes: np.ndarray, budget: int) -> np.ndarray:
-    """Positions of the `budget` prompts the most agents ask (ties: the first), ascending."""
-    if budget <= 0:
-        return np.zeros(0, dtype=np.int64)
-    order = np.argsort(-np.asarray(sizes), kind="stable")[:budget]
-    return np.sort(order).astype(np.int64)
+def _shared(sizes: np.ndarray) -> np.ndarray:
+    """Positions of the prompts two or more agents ask: the ones whose agents' next prompts can
+    be fewer than their agents (one agent's prompt stays one agent's next round, whatever it
+    draws), so the ones walked for the next round's draws."""
+    return np.flatnonzero(np.asarray(sizes) >= 2).astype(np.int64)
 
 
 async def _walk(
