@@ -102,6 +102,15 @@ def run_command(
             "measured on its model); run nothing",
         ),
     ] = False,
+    nodes: Annotated[
+        int | None,
+        typer.Option(
+            "--nodes",
+            min=1,
+            help="with --estimate on Ray: the cluster's nodes (K engines with a model actor per "
+            "node); default: the connected cluster's, else 1",
+        ),
+    ] = None,
 ) -> None:
     """Play a game from CONFIG into a new bundle (or --resume BUNDLE, or --fork BUNDLE
     --at-round K); print the round table."""
@@ -132,6 +141,7 @@ def run_command(
             "--set": sets or None,
             "--print-config": print_config or None,
             "--estimate": estimate or None,
+            "--nodes": nodes,
         }
         fixed["--run-id"] = run_id
         given = [name for name, value in fixed.items() if value is not None]
@@ -164,8 +174,10 @@ def run_command(
             typer.echo(to_yaml(cfg, as_written=True), nl=False)
             return
         if estimate:
-            typer.echo(sim.estimate().text())
+            typer.echo(sim.estimate(nodes).text())
             return
+        if nodes is not None:
+            raise ConfigError("--nodes goes with --estimate (a run counts its cluster's nodes)")
         if run_id is not None:
             check_run_id(run_id, cfg.output.folder(out), "--run-id")
     table = RoundTable()

@@ -2,9 +2,9 @@
 
 Counts, not seconds, are checked here (seconds are the machine's; `workbench run --estimate`
 beside a bench run shows them): round 1's distinct prompts are counted exactly and the nodes its
-agents reach are an expectation; later rounds assume agents answer as in round 1, stated to be
-within a factor of 2 of what the run does, and never above the bound. The guardrail refuses a
-run before anything is written.
+agents reach are an expectation; later rounds draw agents' answers from the round before's
+distributions, stated to be within a factor of 2 of what the run does, and never above the
+bound. The guardrail refuses a run before anything is written.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import pytest
 from workbench.agents.policies import LLMPolicy
 from workbench.errors import ConfigError
 from workbench.runtime import Simulation
+from workbench.runtime.blocking import run_blocking
+from workbench.runtime.estimate import estimate_run
 from workbench.runtime.prompt_walks import distinct_prefix_tokens
 
 FACTOR = 2.0
@@ -110,7 +112,7 @@ def test_one_generation_per_agent_is_estimated_per_request(make_config):
         estimate = Simulation(config, model=per_agent).estimate()
     finally:
         per_agent.close()
-    assert estimate.mode == "one generation per agent"
+    assert estimate.mode.startswith("one generation per agent (rate of a batch of 30")
     assert [r.prompts for r in estimate.rounds] == [30, 30]
     assert estimate.seconds > 0
 
@@ -127,3 +129,20 @@ def test_cli_estimate_prints_the_table_and_runs_nothing(make_config, tmp_path) -
     assert done.returncode == 0, done.stderr
     assert "estimate: 10 agents, no model" in done.stdout and "about 0 s in all" in done.stdout
     assert not (tmp_path / "results").exists()
+
+
+def test_later_rounds_drawn_from_the_round_before_come_closer_to_the_run(
+    embedded_model, make_config, tmp_path
+) -> None:
+    """Agents converge: round 3's distinct prompts drawn from round 2's own distributions are
+    nearer the run's than those drawn from round 1's every round (the former estimate)."""
+    config = make_config(policy={"kind": "llm"}, n_agents=300, rounds=3, agents_per_shard=300)
+    sim = Simulation(config, model=embedded_model)
+    chained = run_blocking(estimate_run(config, embedded_model, sim.personas))
+    first = run_blocking(estimate_run(config, embedded_model, sim.personas, later="first"))
+    actual = run_counts(Simulation(config, model=embedded_model), tmp_path)
+    real = actual[2]["prompts"]
+    new, old = chained.rounds[2].prompts, first.rounds[2].prompts
+    print(f"round 3 distinct prompts: run {real}, estimate {new}, former estimate {old}")
+    assert abs(new - real) < abs(old - real)
+    assert chained.rounds[0].prompts == first.rounds[0].prompts == actual[0]["prompts"]

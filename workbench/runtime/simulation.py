@@ -49,6 +49,7 @@ from workbench.results.writer import final_status
 from workbench.runtime.backend import Backend, make_backend
 from workbench.runtime.blocking import run_blocking
 from workbench.runtime.estimate import RunEstimate, estimate_run
+from workbench.runtime.estimate_cluster import cluster_shape
 from workbench.runtime.events import (
     EngineWork,
     Event,
@@ -370,7 +371,8 @@ class Simulation:
                 require_exact_rounds(cfg, chat)
         limit = cfg.max_estimated_seconds
         if limit is not None and self._resume is None:
-            estimate = await estimate_run(cfg, chat, self.personas)
+            cluster = cluster_shape(cfg, self._given_model is not None)
+            estimate = await estimate_run(cfg, chat, self.personas, cluster)
             if estimate.seconds > limit:
                 raise ConfigError(
                     f"max_estimated_seconds: this run is estimated at {estimate.seconds:.0f} s, "
@@ -524,17 +526,21 @@ class Simulation:
         """Blocking `arun`; inside a running event loop (Jupyter) it runs on a helper thread."""
         return run_blocking(self.arun(**kwargs))
 
-    def estimate(self) -> RunEstimate:
+    def estimate(self, nodes: int | None = None) -> RunEstimate:
         """What this run will cost before it runs (`runtime.estimate`): round 1's distinct
-        prompts counted and walked on the model, later rounds estimated; blocking. A resume
-        or a fork continues a bundle: ConfigError (estimate its config as a new run)."""
+        prompts counted and walked on the model, later rounds estimated; blocking. On Ray,
+        `nodes` is the cluster's (else the connected cluster's, else 1): with a model actor
+        per node, each round is divided over them (`runtime.estimate_cluster`). A resume or a
+        fork continues a bundle: ConfigError (estimate its config as a new run)."""
         if self._resume is not None:
             raise ConfigError(
                 "--estimate: a resumed or forked run continues from a bundle's rounds; "
                 "estimate its config as a new run (workbench run CONFIG --estimate)"
             )
         self.check()
-        return run_blocking(estimate_run(self.config, self.model, self.personas))
+        given = self._given_model is not None
+        cluster = cluster_shape(self.config, given, nodes)
+        return run_blocking(estimate_run(self.config, self.model, self.personas, cluster))
 
 
 @dataclass(frozen=True)

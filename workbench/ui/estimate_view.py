@@ -1,9 +1,10 @@
 """The cost before the run, in the Run tab: what Check shows beside its model verdict.
 
 `estimate_markdown` is `workbench run CONFIG --estimate` as escaped Markdown: the mode and the
-rates it was measured at, one table row per round (prompts, their bound, tokens, nodes,
-seconds) and the total. `run_estimate` computes it (blocking: the page calls it off the event
-loop, as it checks the model) and says in words why a run cannot be estimated.
+rates it was measured at, on a cluster the engines it assumed, one table row per round
+(prompts, their bound, tokens, nodes, seconds) and the total. `run_estimate` computes it
+(blocking: the page calls it off the event loop, as it checks the model) and says in words why
+a run cannot be estimated.
 """
 
 from __future__ import annotations
@@ -44,13 +45,14 @@ def estimate_markdown(estimate: RunEstimate) -> str:
         [
             f"**Estimate**: {md(f'{estimate.n_agents:,} agents, {estimate.mode}')}; "
             f"rates measured here: {md(rates)}",
+            *(["", md(estimate.cluster)] if estimate.cluster else []),
             "",
             header,
             rule,
             *rows,
             "",
-            f"**{md(total)}** (later rounds assume agents answer as in round 1; "
-            "at most: the most distinct prompts a round can have)",
+            f"**{md(total)}** (later rounds draw agents' answers from the round before's "
+            "distributions; at most: the most distinct prompts a round can have)",
         ]
     )
 
