@@ -72,13 +72,22 @@ def ray_config(make_config):
     return on_ray(config, model_placement="node", shards_per_node=2)
 
 
-def test_the_cluster_shape_is_the_runs_engines_and_shards(make_config, ray_config) -> None:
+def test_the_cluster_shape_is_the_runs_engines_and_shards(
+    make_config, ray_config, monkeypatch
+) -> None:
+    from workbench.runtime import estimate_cluster
+
     shape = cluster_shape(ray_config, nodes=4)
     assert (shape.engines, shape.shard_size) == (4, 15)
     assert shape.shard_size == ray_config.backend.shard_size(120, 4)
     assert "K = 4 engine(s)" in shape.note and "as given" in shape.note
-    alone = cluster_shape(ray_config)  # no Ray connected in this process: K assumed 1, said so
+    # not connected to Ray (the session's test cluster may be): K assumed 1, and said so
+    monkeypatch.setattr(estimate_cluster, "_connected_nodes", lambda: None)
+    alone = cluster_shape(ray_config)
     assert alone.engines == 1 and "give --nodes K" in alone.note
+    monkeypatch.setattr(estimate_cluster, "_connected_nodes", lambda: 3)
+    joined = cluster_shape(ray_config)
+    assert joined.engines == 3 and "connected Ray cluster" in joined.note
     shard = on_ray(make_config(policy={"kind": "llm"}, n_agents=120), model_placement="shard")
     assert cluster_shape(shard, nodes=4).engines == 1  # every shard its own model: no plan
     local = make_config(policy={"kind": "llm"}, n_agents=120)
