@@ -350,7 +350,7 @@ def _ray_count(run: RayRun, counted: RoundCount, cluster: ClusterCount) -> RayCo
     ]
     planned = [(e["prompts"], e["tokens"]) for e in cluster.plan.engines]
     matches = [(e["prompts"], e["tokens"]) for e in engines] == planned
-    walked = sum(e["prompts"] for e in engines)
+    walked = int(sum(e["prompts"] for e in engines))
     distinct = counted.distinct_prompts or 1
     nodes = sum(e["nodes"] for e in engines)
     return RayCount(

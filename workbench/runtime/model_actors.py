@@ -150,7 +150,7 @@ class ModelActor:
         """One shard's prompt groups drawn by this actor's model, with what the trie did (also
         counted into this engine's round, `work`)."""
         counts = TrieCounts()
-        round_number = groups[0].request.round if groups else 0
+        round_number = (groups[0].request.round or 0) if groups else 0
         with self.meter.walking(round_number) as work:
             answers = await self.model.draw_answers(groups, params, uniforms, counts)
         self.meter.add(work, groups, answers, counts)

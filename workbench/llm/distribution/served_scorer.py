@@ -340,8 +340,8 @@ class ServedNodeScorer(ConcurrentScorer):
         for key in keys:
             self._prompts.move_to_end(key)
         if self.routes is not None:
-            for request, tokens in zip(requests, out, strict=True):
-                self._pins[tokens] = self.routes.engine_of(request)
+            for request, prompt in zip(requests, out, strict=True):
+                self._pins[prompt] = self.routes.engine_of(request)
         while len(self._prompts) > MEMO_PROMPTS:
             self._prompts.popitem(last=False)
         return out
