@@ -57,7 +57,7 @@ def local_ray_cluster(k: int) -> Iterator[str]:
 
     ray_constants.ENABLE_RAY_CLUSTER = False  # loopback stays loopback if Ray came in earlier
 
-    node = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
+    node: dict[str, Any] = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
     cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
     try:
         address_file = Path(get_ray_address_file(None))
