@@ -62,11 +62,20 @@ def assert_estimated(estimate, actual: list[dict[str, int]]) -> None:
 
 
 def test_the_estimate_matches_the_run_it_estimates(embedded_model, make_config, tmp_path) -> None:
+    """The estimate's counts come near the run's; and agents converge, so round 3's distinct
+    prompts drawn from round 2's own distributions are nearer the run's than those drawn from
+    round 1's every round (the former estimate, `later="first"`)."""
     config = make_config(policy={"kind": "llm"}, n_agents=500, rounds=3, agents_per_shard=500)
-    estimate = Simulation(config, model=embedded_model).estimate()
+    sim = Simulation(config, model=embedded_model)
+    estimate = sim.estimate()
     assert estimate.mode == "distribution mode" and estimate.rates["s_per_token"] > 0
+    first = run_blocking(estimate_run(config, embedded_model, sim.personas, later="first"))
     actual = run_counts(Simulation(config, model=embedded_model), tmp_path)
     assert_estimated(estimate, actual)
+    real, new, old = actual[2]["prompts"], estimate.rounds[2].prompts, first.rounds[2].prompts
+    print(f"round 3 distinct prompts: run {real}, estimate {new}, former estimate {old}")
+    assert abs(new - real) < abs(old - real)
+    assert estimate.rounds[0].prompts == first.rounds[0].prompts == actual[0]["prompts"]
 
 
 def test_a_mixed_population_is_estimated_share_by_share(make_config, tmp_path) -> None:
@@ -129,20 +138,3 @@ def test_cli_estimate_prints_the_table_and_runs_nothing(make_config, tmp_path) -
     assert done.returncode == 0, done.stderr
     assert "estimate: 10 agents, no model" in done.stdout and "about 0 s in all" in done.stdout
     assert not (tmp_path / "results").exists()
-
-
-def test_later_rounds_drawn_from_the_round_before_come_closer_to_the_run(
-    embedded_model, make_config, tmp_path
-) -> None:
-    """Agents converge: round 3's distinct prompts drawn from round 2's own distributions are
-    nearer the run's than those drawn from round 1's every round (the former estimate)."""
-    config = make_config(policy={"kind": "llm"}, n_agents=300, rounds=3, agents_per_shard=300)
-    sim = Simulation(config, model=embedded_model)
-    chained = run_blocking(estimate_run(config, embedded_model, sim.personas))
-    first = run_blocking(estimate_run(config, embedded_model, sim.personas, later="first"))
-    actual = run_counts(Simulation(config, model=embedded_model), tmp_path)
-    real = actual[2]["prompts"]
-    new, old = chained.rounds[2].prompts, first.rounds[2].prompts
-    print(f"round 3 distinct prompts: run {real}, estimate {new}, former estimate {old}")
-    assert abs(new - real) < abs(old - real)
-    assert chained.rounds[0].prompts == first.rounds[0].prompts == actual[0]["prompts"]
